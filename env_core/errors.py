@@ -1,0 +1,56 @@
+"""The engine's exceptions. Each door maps them to its own error form.
+
+`str(error)` is always a complete sentence an agent or a person can act on.
+"""
+
+
+class SQLEnvError(Exception):
+    """Base class of every error the engine raises on purpose."""
+
+
+class DataError(SQLEnvError):
+    """A data directory, question file or database cannot be used."""
+
+
+class UnknownQuestionError(SQLEnvError):
+    """A question id, database id or split that the catalog does not hold."""
+
+
+class ToolError(SQLEnvError):
+    """A tool call the agent can correct: the episode goes on and the step is spent."""
+
+
+class UnknownTableError(ToolError):
+    """describe/sample named a table the database does not have."""
+
+
+class QueryRejectedError(ToolError):
+    """SQL that is not a single read-only statement within the size limits."""
+
+
+class QueryTimeoutError(ToolError):
+    """SQL that ran past its deadline and was interrupted."""
+
+
+class QueryFailedError(ToolError):
+    """SQL that SQLite could not compile or run (syntax error, unknown column, ...)."""
+
+
+class InvalidArgumentError(ToolError):
+    """A tool argument of the wrong type, range or size."""
+
+
+class EpisodeError(SQLEnvError):
+    """An episode that cannot take this call."""
+
+
+class UnknownEpisodeError(EpisodeError):
+    """No open episode has this id (never created, closed, or reaped when idle)."""
+
+
+class EpisodeFinishedError(EpisodeError):
+    """The episode has ended (answered or out of budget); start a new one."""
+
+
+class CapacityError(SQLEnvError):
+    """The session manager holds as many episodes as it may."""

@@ -1,0 +1,354 @@
+"""A SQLite executor that can only read, enforced by SQLite itself rather than by keyword checks.
+
+Layers, each sufficient on its own against writes:
+  1. the file is opened through a `mode=ro` URI (and `immutable=1` when nothing else writes it);
+  2. `PRAGMA query_only` is switched on before any agent SQL runs;
+  3. an authorizer allows only SELECT, reads, functions and recursive CTEs, and denies every
+     other action code (writes, DDL, temp objects, ATTACH/DETACH, PRAGMA, transactions);
+  4. limits: no attached databases, bounded SQL length and value size, a progress-handler
+     deadline on every statement, one statement per call, `fetchmany(limit + 1)` and byte caps.
+Table names from agents are matched against `sqlite_master` and quoted, never pasted into SQL.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+from env_core.errors import (
+    DataError,
+    InvalidArgumentError,
+    QueryFailedError,
+    QueryRejectedError,
+    QueryTimeoutError,
+    UnknownTableError,
+)
+
+Cell = int | float | str | None
+
+
+@dataclass(frozen=True)
+class ExecutorLimits:
+    timeout_s: float = 2.0
+    max_rows: int = 20
+    max_sample_rows: int = 20
+    max_sql_chars: int = 20_000
+    max_cell_chars: int = 500
+    max_result_chars: int = 64_000
+    max_value_bytes: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        if self.timeout_s <= 0 or self.max_rows < 1 or self.max_sql_chars < 1:
+            raise ValueError("timeout_s, max_rows and max_sql_chars must be positive")
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    truncated: bool
+    elapsed_ms: float
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    primary_key: bool
+    not_null: bool
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    column: str
+    ref_table: str
+    ref_column: str | None
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    name: str
+    columns: tuple[Column, ...]
+    foreign_keys: tuple[ForeignKey, ...]
+    row_count: int
+
+
+_ALLOWED_ACTIONS = frozenset(
+    {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+)
+_DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit"})
+_ACTION_NAMES = {
+    getattr(sqlite3, f"SQLITE_{name}"): name.replace("_", " ")
+    for name in [
+        *("CREATE_INDEX", "CREATE_TABLE", "CREATE_TRIGGER", "CREATE_VIEW", "CREATE_VTABLE"),
+        *("CREATE_TEMP_INDEX", "CREATE_TEMP_TABLE", "CREATE_TEMP_TRIGGER", "CREATE_TEMP_VIEW"),
+        *("DROP_INDEX", "DROP_TABLE", "DROP_TRIGGER", "DROP_VIEW", "DROP_VTABLE"),
+        *("DROP_TEMP_INDEX", "DROP_TEMP_TABLE", "DROP_TEMP_TRIGGER", "DROP_TEMP_VIEW"),
+        *("INSERT", "UPDATE", "DELETE", "ALTER_TABLE", "REINDEX", "ANALYZE", "PRAGMA"),
+        *("TRANSACTION", "SAVEPOINT", "ATTACH", "DETACH", "READ", "SELECT", "FUNCTION"),
+        "RECURSIVE",
+    ]
+}
+_PROGRESS_OPCODES = 2_000
+
+
+def quote_identifier(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def open_read_only(path: Path, *, immutable: bool) -> sqlite3.Connection:
+    """Open an existing SQLite file read-only; never creates a file."""
+    if not path.is_file():
+        raise DataError(f"database file not found: {path}")
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
+    try:
+        connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as error:
+        raise DataError(f"cannot open {path} as a SQLite database: {error}") from error
+    return connection
+
+
+class ReadOnlyExecutor:
+    """One read-only connection to one database file. Calls are serialised by a lock."""
+
+    def __init__(
+        self, path: Path, limits: ExecutorLimits | None = None, *, immutable: bool = True
+    ) -> None:
+        self.path = Path(path)
+        self.limits = limits or ExecutorLimits()
+        self._schema = SchemaCache.shared().get(self.path, immutable=immutable)
+        self._table_names = {name.casefold(): name for name in self._schema}
+        self._connection = open_read_only(self.path, immutable=immutable)
+        self._lock = threading.Lock()
+        self._deadline = 0.0
+        self._denied: str | None = None
+        self._harden()
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        return tuple(self._schema)
+
+    def close(self) -> None:
+        with self._lock:
+            self._connection.close()
+
+    def resolve_table(self, name: str) -> str:
+        """The table's real name, matched case-insensitively against `sqlite_master`."""
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidArgumentError("table must be a non-empty table name")
+        table = self._table_names.get(name.strip().strip('"`[]').casefold())
+        if table is not None:
+            return table
+        shown = name if len(name) <= 80 else name[:80] + "..."
+        raise UnknownTableError(f"no such table: {shown}; tables are: {', '.join(self._schema)}")
+
+    def describe(self, table: str) -> TableSchema:
+        return self._schema[self.resolve_table(table)]
+
+    def sample(self, table: str, n: int = 5) -> QueryResult:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InvalidArgumentError("n must be a whole number of rows, at least 1")
+        n = min(n, self.limits.max_sample_rows)
+        sql = f"SELECT * FROM {quote_identifier(self.resolve_table(table))} LIMIT {n}"
+        return self._run(sql, n)
+
+    def query(self, sql: str, max_rows: int | None = None) -> QueryResult:
+        if not isinstance(sql, str) or not sql.strip():
+            raise InvalidArgumentError("sql must be a non-empty SELECT statement")
+        if len(sql) > self.limits.max_sql_chars:
+            raise QueryRejectedError(
+                f"SQL is {len(sql)} characters; the limit is {self.limits.max_sql_chars}"
+            )
+        return self._run(sql, max_rows or self.limits.max_rows)
+
+    def _harden(self) -> None:
+        connection = self._connection
+        connection.execute("PRAGMA query_only = ON")
+        connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        connection.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, self.limits.max_sql_chars * 4)
+        connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self.limits.max_value_bytes)
+        connection.set_authorizer(self._authorize)
+        connection.set_progress_handler(self._past_deadline, _PROGRESS_OPCODES)
+
+    def _authorize(self, action: int, arg1, arg2, _db, _trigger) -> int:
+        if action in _ALLOWED_ACTIONS and not (
+            action == sqlite3.SQLITE_FUNCTION and arg2.lower() in _DENIED_FUNCTIONS
+        ):
+            return sqlite3.SQLITE_OK
+        self._denied = " ".join(
+            part for part in (_ACTION_NAMES.get(action, str(action)), arg1, arg2) if part
+        )
+        return sqlite3.SQLITE_DENY
+
+    def _past_deadline(self) -> int:
+        return 1 if time.monotonic() > self._deadline else 0
+
+    def _run(self, sql: str, limit: int) -> QueryResult:
+        with self._lock:
+            started = time.perf_counter()
+            self._deadline = time.monotonic() + self.limits.timeout_s
+            self._denied = None
+            try:
+                columns, rows, truncated = self._fetch(sql, limit)
+            except sqlite3.Error as error:
+                raise self._explain(error) from None
+            finally:
+                self._connection.text_factory = str
+            elapsed_ms = (time.perf_counter() - started) * 1000
+        return QueryResult(columns, rows, truncated, round(elapsed_ms, 3))
+
+    def _fetch(self, sql: str, limit: int) -> tuple[tuple[str, ...], tuple, bool]:
+        try:
+            cursor = self._connection.execute(sql)
+            fetched = cursor.fetchmany(limit + 1)
+        except sqlite3.OperationalError as error:
+            if "decode" not in str(error):
+                raise
+            self._connection.text_factory = _decode_with_replacement
+            cursor = self._connection.execute(sql)
+            fetched = cursor.fetchmany(limit + 1)
+        columns = tuple(d[0] for d in cursor.description or ())
+        cursor.close()
+        truncated = len(fetched) > limit
+        rows, capped = self._cap(fetched[:limit])
+        return columns, rows, truncated or capped
+
+    def _cap(self, fetched: list[tuple]) -> tuple[tuple[tuple[Cell, ...], ...], bool]:
+        """Cap each cell's and the whole result's size; blobs become a short description."""
+        max_cell, budget = self.limits.max_cell_chars, self.limits.max_result_chars
+        rows = []
+        for row in fetched:
+            size = _row_size(row, max_cell)
+            if size is None:
+                row = tuple(_cap_cell(cell, max_cell) for cell in row)
+                size = _row_size(row, None)
+            budget -= size
+            if budget < 0 and rows:
+                return tuple(rows), True
+            rows.append(row)
+        return tuple(rows), False
+
+    def _explain(self, error: sqlite3.Error) -> Exception:
+        message = str(error)
+        if "one statement at a time" in message:
+            return QueryRejectedError(
+                "only one SQL statement per call is allowed; send them one at a time"
+            )
+        if message == "interrupted":
+            return QueryTimeoutError(
+                f"query stopped after the {self.limits.timeout_s:g} s time limit; "
+                "add a LIMIT, filter earlier or avoid cross joins"
+            )
+        if self._denied is not None or "not authorized" in message:
+            return QueryRejectedError(
+                f"not allowed: {self._denied or message}. Only read-only SELECT statements "
+                "run here; use describe(table) for columns and keys"
+            )
+        if "readonly" in message or "query_only" in message:
+            return QueryRejectedError(f"{message}: only read-only SELECT statements run here")
+        if "too big" in message or "too long" in message:
+            return QueryRejectedError(f"{message}: the statement or a value exceeds a size limit")
+        if message.startswith("no such table"):
+            message += f"; tables are: {', '.join(self._schema)}"
+        elif message.startswith("no such column"):
+            message += "; use describe(table) to see a table's columns"
+        return QueryFailedError(message)
+
+
+def _row_size(row: tuple, max_cell: int | None) -> int | None:
+    """Characters the row adds to a result, or None when a cell must be capped first.
+
+    A plain loop: this runs for every fetched row, and is several times faster than
+    generator expressions here.
+    """
+    size = 0
+    for cell in row:
+        if type(cell) is str:
+            if max_cell is not None and len(cell) > max_cell:
+                return None
+            size += len(cell)
+        elif type(cell) is bytes:
+            return None
+        else:
+            size += 8
+    return size
+
+
+def _cap_cell(cell: Cell | bytes, max_chars: int) -> Cell:
+    if type(cell) is bytes:
+        return f"<blob {len(cell)} bytes>"
+    if type(cell) is str and len(cell) > max_chars:
+        return f"{cell[:max_chars]}...[{len(cell) - max_chars} more chars]"
+    return cell
+
+
+def _decode_with_replacement(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+class SchemaCache:
+    """Table schemas per database file, read once with a private connection and shared.
+
+    Keyed by path, size and modification time, so a file that changes is read again.
+    """
+
+    _instance: SchemaCache | None = None
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._schemas: dict[tuple[str, int, int], dict[str, TableSchema]] = {}
+
+    @classmethod
+    def shared(cls) -> SchemaCache:
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    def get(self, path: Path, *, immutable: bool) -> dict[str, TableSchema]:
+        try:
+            stat = path.stat()
+        except OSError as error:
+            raise DataError(f"database file not found: {path}") from error
+        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        with self._lock:
+            if key not in self._schemas:
+                self._schemas[key] = read_schema(path, immutable=immutable)
+            return self._schemas[key]
+
+
+def read_schema(path: Path, *, immutable: bool) -> dict[str, TableSchema]:
+    connection = open_read_only(path, immutable=immutable)
+    try:
+        names = [
+            row[0]
+            for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' "
+                "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+            )
+        ]
+        return {name: _read_table(connection, name) for name in names}
+    except sqlite3.DatabaseError as error:
+        raise DataError(f"cannot read the schema of {path}: {error}") from error
+    finally:
+        connection.close()
+
+
+def _read_table(connection: sqlite3.Connection, name: str) -> TableSchema:
+    quoted = quote_identifier(name)
+    columns = tuple(
+        Column(name=col, type=kind or "", primary_key=pk > 0, not_null=bool(notnull))
+        for _cid, col, kind, notnull, _default, pk in connection.execute(
+            f"PRAGMA table_info({quoted})"
+        )
+    )
+    foreign_keys = tuple(
+        ForeignKey(column=row[3], ref_table=row[2], ref_column=row[4])
+        for row in connection.execute(f"PRAGMA foreign_key_list({quoted})")
+    )
+    (row_count,) = connection.execute(f"SELECT count(*) FROM {quoted}").fetchone()
+    return TableSchema(name, columns, foreign_keys, row_count)
