@@ -1,0 +1,37 @@
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spider_dir() -> Path:
+    """The shared Spider data directory beside the repository (never copied into it)."""
+    # parents[1] is the repository root, since this file sits directly in tests/.
+    path = (Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "spider").resolve()
+    if not path.is_dir():
+        pytest.fail(f"Spider data directory not found at {path}; the tests need it there")
+    return path
+
+
+SPIDER_SPLITS = ("dev_without_wta_1", "train_spider_min")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory) -> Path:
+    """One catalog cache for the whole test run, so each split is prepared once."""
+    return tmp_path_factory.mktemp("sqlenv-cache")
+
+
+@pytest.fixture(scope="session")
+def spider_catalog(spider_dir, cache_dir):
+    from env_core.catalog import Catalog
+
+    return Catalog.load(spider_dir, SPIDER_SPLITS, cache_dir=cache_dir)
+
+
+@pytest.fixture(scope="session")
+def demo_catalog(cache_dir):
+    from env_core.catalog import Catalog
+    from env_core.demo import demo_data_dir
+
+    return Catalog.load(demo_data_dir(cache_dir), ["dev"], cache_dir=cache_dir)
