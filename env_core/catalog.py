@@ -1,0 +1,289 @@
+"""The question catalog of a Spider-format data directory.
+
+A data directory holds `database/<db_id>/<db_id>.sqlite`, an optional `tables.json`, and
+question files (`*.json`, each a list of records with `db_id`, `question` and `query`; extra
+fields of the full Spider format are ignored). Every gold query is run once under the agent's
+safety limits; questions whose gold cannot serve as an answer key are excluded with a reason.
+The prepared split is cached on disk under a key made of the content hashes of the question
+file, the databases it names, the engine code that prepares it and the limits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from env_core import sql_analysis
+from env_core.answers import GoldAnswer
+from env_core.errors import DataError, ToolError, UnknownQuestionError
+from env_core.executor import ExecutorLimits, ReadOnlyExecutor
+
+SPLIT_ALIASES = {"dev": ("dev",), "train": ("train_spider", "train_spider_min")}
+MAX_GOLD_ROWS = 100
+_PREPARING_CODE = ("catalog.py", "sql_analysis.py", "executor.py", "answers.py")
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    split: str
+    db_id: str
+    text: str
+    sql: str
+    gold: GoldAnswer
+    hardness: str
+
+    @property
+    def kind(self) -> str:
+        return self.gold.kind
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    id: str
+    db_id: str
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Split:
+    name: str
+    source: Path
+    questions: tuple[Question, ...]
+    excluded: tuple[Exclusion, ...]
+    from_cache: bool
+    load_seconds: float
+
+    def exclusion_counts(self) -> Counter[str]:
+        return Counter(exclusion.reason for exclusion in self.excluded)
+
+
+class Catalog:
+    """Questions by split, id and database, over one data directory."""
+
+    def __init__(self, root: Path, splits: dict[str, Split]) -> None:
+        self.root = root
+        self.splits = splits
+        self._by_id = {q.id: q for split in splits.values() for q in split.questions}
+
+    @classmethod
+    def load(
+        cls,
+        data_dir: Path,
+        splits: Iterable[str] = ("dev",),
+        *,
+        cache_dir: Path | None = None,
+        limits: ExecutorLimits | None = None,
+        refresh: bool = False,
+    ) -> Catalog:
+        """Load splits, from the cache when it is fresh; `refresh` re-runs every gold query."""
+        data_dir = Path(data_dir)
+        if not (data_dir / "database").is_dir():
+            raise DataError(
+                f"{data_dir} is not a Spider-format data directory: it has no database/ folder "
+                "(pass --data-dir or set SQLENV_DATA_DIR to a folder holding database/<db_id>/"
+                "<db_id>.sqlite and question files)"
+            )
+        limits = limits or ExecutorLimits()
+        cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
+        loaded = {
+            name: _load_split(data_dir, name, cache_dir, limits, refresh)
+            for name in dict.fromkeys(splits)
+        }
+        return cls(data_dir, loaded)
+
+    def database_path(self, db_id: str) -> Path:
+        return database_path(self.root, db_id)
+
+    def question(self, question_id: str) -> Question:
+        try:
+            return self._by_id[question_id]
+        except KeyError:
+            raise UnknownQuestionError(
+                f"no question {question_id!r} in the loaded splits ({', '.join(self.splits)}); "
+                "ids look like 'dev:12'"
+            ) from None
+
+    def questions(self, split: str | None = None, db_id: str | None = None) -> tuple[Question, ...]:
+        if split is not None and split not in self.splits:
+            raise UnknownQuestionError(
+                f"split {split!r} is not loaded; loaded splits: {', '.join(self.splits)}"
+            )
+        chosen = [self.splits[split]] if split else self.splits.values()
+        found = tuple(q for s in chosen for q in s.questions if db_id in (None, q.db_id))
+        if not found:
+            where = f"database {db_id!r}" if db_id else "this catalog"
+            raise UnknownQuestionError(f"no questions for {where} in split {split or 'any'}")
+        return found
+
+
+def default_cache_dir() -> Path:
+    configured = os.environ.get("SQLENV_CACHE_DIR")
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sqlenv"
+
+
+def database_path(root: Path, db_id: str) -> Path:
+    return root / "database" / db_id / f"{db_id}.sqlite"
+
+
+def question_files(data_dir: Path) -> dict[str, Path]:
+    """Every question file in the directory, by split name (file stem)."""
+    return {p.stem: p for p in sorted(data_dir.glob("*.json")) if p.name != "tables.json"}
+
+
+def question_file(data_dir: Path, split: str) -> Path:
+    files = question_files(data_dir)
+    for stem in SPLIT_ALIASES.get(split, (split,)):
+        if stem in files:
+            return files[stem]
+    raise DataError(
+        f"no question file for split {split!r} in {data_dir}; "
+        f"available: {', '.join(files) or 'none'}"
+    )
+
+
+def _load_split(
+    data_dir: Path, name: str, cache_dir: Path, limits: ExecutorLimits, refresh: bool
+) -> Split:
+    started = time.perf_counter()
+    source = question_file(data_dir, name)
+    records = _read_records(source)
+    db_ids = sorted({record["db_id"] for record in records})
+    cache_file = cache_dir / f"{name}-{_cache_key(data_dir, source, db_ids, limits)}.json"
+    if cache_file.is_file() and not refresh:
+        questions, excluded = _decode(name, json.loads(cache_file.read_text()))
+        return Split(name, source, questions, excluded, True, time.perf_counter() - started)
+    questions, excluded = _prepare(data_dir, name, records, limits)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    partial = cache_file.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(_encode(questions, excluded)))
+    partial.replace(cache_file)
+    return Split(name, source, questions, excluded, False, time.perf_counter() - started)
+
+
+def _read_records(source: Path) -> list[dict]:
+    try:
+        records = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise DataError(f"cannot read question file {source}: {error}") from error
+    if not isinstance(records, list):
+        raise DataError(f"{source} must hold a JSON list of question records")
+    for index, record in enumerate(records):
+        if not isinstance(record, dict) or not all(
+            isinstance(record.get(key), str) for key in ("db_id", "question", "query")
+        ):
+            raise DataError(
+                f"{source}, record {index}: needs string fields db_id, question and query"
+            )
+    return records
+
+
+def _cache_key(data_dir: Path, source: Path, db_ids: list[str], limits: ExecutorLimits) -> str:
+    digest = hashlib.sha256(source.read_bytes())
+    code_dir = Path(__file__).parent
+    for code in _PREPARING_CODE:
+        digest.update((code_dir / code).read_bytes())
+    digest.update(repr((limits, MAX_GOLD_ROWS)).encode())
+    for db_id in db_ids:
+        path = database_path(data_dir, db_id)
+        digest.update(db_id.encode())
+        digest.update(_file_hash(path) if path.is_file() else b"missing")
+    return digest.hexdigest()[:20]
+
+
+def _file_hash(path: Path) -> bytes:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").digest()
+
+
+def _prepare(
+    data_dir: Path, split: str, records: list[dict], limits: ExecutorLimits
+) -> tuple[tuple[Question, ...], tuple[Exclusion, ...]]:
+    questions: list[Question] = []
+    excluded: list[Exclusion] = []
+    executors: dict[str, ReadOnlyExecutor | None] = {}
+    try:
+        for index, record in enumerate(records):
+            question_id, db_id = f"{split}:{index}", record["db_id"]
+            if db_id not in executors:
+                executors[db_id] = _open_database(data_dir, db_id, limits)
+            outcome = _grade_gold(executors[db_id], question_id, split, record)
+            (questions if isinstance(outcome, Question) else excluded).append(outcome)
+    finally:
+        for executor in executors.values():
+            if executor is not None:
+                executor.close()
+    return tuple(questions), tuple(excluded)
+
+
+def _open_database(data_dir: Path, db_id: str, limits: ExecutorLimits) -> ReadOnlyExecutor | None:
+    path = database_path(data_dir, db_id)
+    try:
+        return ReadOnlyExecutor(path, limits)
+    except DataError:
+        return None
+
+
+def _grade_gold(
+    executor: ReadOnlyExecutor | None, question_id: str, split: str, record: dict
+) -> Question | Exclusion:
+    db_id, sql = record["db_id"], record["query"]
+
+    def exclude(reason: str, detail: str) -> Exclusion:
+        return Exclusion(question_id, db_id, reason, detail)
+
+    if executor is None:
+        return exclude("database missing", f"no readable database/{db_id}/{db_id}.sqlite")
+    try:
+        result = executor.query(sql, max_rows=MAX_GOLD_ROWS)
+    except ToolError as error:
+        reason = "gold timed out" if "time limit" in str(error) else "gold failed"
+        return exclude(reason, str(error))
+    if result.truncated:
+        return exclude("gold too large", f"more than {MAX_GOLD_ROWS} rows or over the size cap")
+    if not result.rows:
+        return exclude("gold empty", "the gold query returns no rows")
+    if all(cell is None for row in result.rows for cell in row):
+        return exclude("gold all NULL", "every cell of the gold result is NULL")
+    try:
+        ordered = sql_analysis.order_matters(sql) and len(result.rows) > 1
+        hardness = sql_analysis.spider_hardness(sql)
+    except ValueError as error:
+        return exclude("gold unparsable", str(error))
+    gold = GoldAnswer(result.columns, result.rows, ordered)
+    return Question(question_id, split, db_id, record["question"], sql, gold, hardness)
+
+
+def _encode(questions: tuple[Question, ...], excluded: tuple[Exclusion, ...]) -> dict:
+    return {
+        "questions": [
+            [q.id, q.db_id, q.text, q.sql, q.hardness, q.gold.columns, q.gold.rows, q.gold.ordered]
+            for q in questions
+        ],
+        "excluded": [[e.id, e.db_id, e.reason, e.detail] for e in excluded],
+    }
+
+
+def _decode(split: str, payload: dict) -> tuple[tuple[Question, ...], tuple[Exclusion, ...]]:
+    questions = tuple(
+        Question(
+            qid,
+            split,
+            db_id,
+            text,
+            sql,
+            GoldAnswer(tuple(cols), tuple(map(tuple, rows)), ordered),
+            hardness,
+        )
+        for qid, db_id, text, sql, hardness, cols, rows, ordered in payload["questions"]
+    )
+    return questions, tuple(Exclusion(*fields) for fields in payload["excluded"])
