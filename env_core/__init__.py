@@ -1,0 +1,1 @@
+"""The sqlenv engine: catalog, read-only executor, episodes, tools, answers, rewards, sessions."""

@@ -1,0 +1,176 @@
+"""`sqlenv`: prepare a data directory's catalog, or play an episode and print its transcript."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+from collections import Counter
+from pathlib import Path
+
+from env_core.catalog import Catalog, Split, question_files
+from env_core.demo import resolve_data_dir
+from env_core.episode import Episode, ToolResult
+from env_core.errors import SQLEnvError
+from env_core.rewards import PROFILES, RewardConfig
+from env_core.scripted import play_scripted
+from env_core.sessions import SessionConfig, SessionManager
+
+HARDNESS_ORDER = ("easy", "medium", "hard", "extra")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    try:
+        return args.run(args)
+    except SQLEnvError as error:
+        print(f"sqlenv: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sqlenv", description="An SQL-exploration environment for LLM agents."
+    )
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    data = commands.add_parser("data", help="work with a data directory")
+    data_commands = data.add_subparsers(required=True, metavar="ACTION")
+    prepare = data_commands.add_parser(
+        "prepare",
+        help="run every gold query once, cache the catalog, print kept/excluded counts",
+    )
+    _add_data_options(prepare)
+    prepare.add_argument(
+        "--split",
+        action="append",
+        help="split to prepare (repeatable; default: every question file in the directory)",
+    )
+    prepare.add_argument(
+        "--refresh", action="store_true", help="ignore the cache and re-run every gold query"
+    )
+    prepare.set_defaults(run=run_prepare)
+
+    play = commands.add_parser("play", help="play one episode and print its transcript")
+    _add_data_options(play)
+    play.add_argument("--split", default="dev", help="split to draw the question from (dev)")
+    play.add_argument("--question-id", help="a question id such as dev:12")
+    play.add_argument("--db-id", help="draw the question from this database only")
+    play.add_argument("--seed", type=int, default=0, help="seed for the question choice (0)")
+    play.add_argument("--max-steps", type=int, default=15, help="step budget (15)")
+    play.add_argument(
+        "--reward-profile", choices=sorted(PROFILES), default="shaped", help="rewards (shaped)"
+    )
+    play.add_argument(
+        "--interactive",
+        action="store_true",
+        help="type the calls yourself (e.g. `describe singer`, `query SELECT ...`, `answer 42`) "
+        "instead of the scripted player that knows the gold SQL",
+    )
+    play.set_defaults(run=run_play)
+    return parser
+
+
+def _add_data_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir",
+        help="Spider-format directory (default: $SQLENV_DATA_DIR, else the embedded demo)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="catalog cache (default: $SQLENV_CACHE_DIR or ~/.cache/sqlenv)",
+    )
+
+
+def run_prepare(args: argparse.Namespace) -> int:
+    data_dir = resolve_data_dir(args.data_dir, args.cache_dir)
+    splits = args.split or list(question_files(data_dir))
+    print(f"data: {data_dir}")
+    catalog = Catalog.load(data_dir, splits, cache_dir=args.cache_dir, refresh=args.refresh)
+    for split in catalog.splits.values():
+        print(split_report(split))
+    first = sum(split.load_seconds for split in catalog.splits.values())
+    warm = Catalog.load(data_dir, splits, cache_dir=args.cache_dir)
+    second = sum(split.load_seconds for split in warm.splits.values())
+    was_cold = not all(split.from_cache for split in catalog.splits.values())
+    label = "cold start (gold queries run)" if was_cold else "start (from cache)"
+    print(f"{label}: {first:.2f} s; warm start: {second:.3f} s ({first / second:.0f}x faster)")
+    return 0
+
+
+def split_report(split: Split) -> str:
+    kept, excluded = len(split.questions), len(split.excluded)
+    hardness = Counter(q.hardness for q in split.questions)
+    kinds = Counter(q.kind for q in split.questions)
+    lines = [
+        f"split {split.name} ({split.source.name}): {kept + excluded} questions, "
+        f"{kept} kept, {excluded} excluded",
+        "  kept by hardness: " + ", ".join(f"{h} {hardness[h]}" for h in HARDNESS_ORDER),
+        "  kept by answer kind: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())),
+        f"  ordered answers: {sum(q.gold.ordered for q in split.questions)}",
+    ]
+    for reason, count in split.exclusion_counts().most_common():
+        lines.append(f"  excluded, {reason}: {count}")
+    return "\n".join(lines)
+
+
+def run_play(args: argparse.Namespace) -> int:
+    data_dir = resolve_data_dir(args.data_dir, args.cache_dir)
+    catalog = Catalog.load(data_dir, [args.split], cache_dir=args.cache_dir)
+    config = SessionConfig(
+        split=args.split,
+        max_steps=args.max_steps,
+        rewards=RewardConfig.profile(args.reward_profile),
+    )
+    sessions = SessionManager(catalog, config)
+    episode = sessions.create(seed=args.seed, question_id=args.question_id, db_id=args.db_id)
+    print(
+        f"episode {episode.episode_id} · question {episode.question.id} "
+        f"({episode.question.hardness})"
+    )
+    print(episode.start.text)
+    if args.interactive:
+        play_interactive(episode)
+    else:
+        play_scripted(episode)
+        for step in episode.history:
+            print_step(step.arguments, step.result)
+    print(
+        f"\ntotal reward {episode.total_reward:+.3f} after {episode.steps_used} steps; "
+        f"{'correct' if episode.correct else 'not correct'}"
+    )
+    sessions.shutdown()
+    return 0
+
+
+def print_step(arguments: dict, result: ToolResult) -> None:
+    shown = ", ".join(f"{name}={value!r}" for name, value in arguments.items())
+    print(f"\n> {result.tool}({shown})  reward {result.reward:+.3f}")
+    print(result.text)
+
+
+def play_interactive(episode: Episode) -> None:
+    argument_names = {"describe": "table", "sample": "table", "query": "sql", "answer": "value"}
+    while not episode.done:
+        try:
+            line = input("\ncall> ").strip()
+        except EOFError:
+            return
+        tool, _, rest = line.partition(" ")
+        if tool not in argument_names:
+            print("type one of: describe TABLE | sample TABLE [N] | query SQL | answer VALUE")
+            continue
+        arguments: dict = {argument_names[tool]: rest.strip()}
+        if tool == "sample" and len(parts := shlex.split(rest)) == 2 and parts[1].isdigit():
+            arguments = {"table": parts[0], "n": int(parts[1])}
+        print_step(arguments, episode.call(tool, arguments))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

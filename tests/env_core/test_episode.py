@@ -1,0 +1,120 @@
+import pytest
+
+from env_core.errors import EpisodeFinishedError
+from env_core.rewards import RewardConfig
+from env_core.scripted import play_scripted
+from env_core.sessions import SessionConfig, SessionManager
+
+DEV = "dev_without_wta_1"
+SINGER_COUNT = f"{DEV}:0"  # "How many singers do we have?" -> 6
+
+
+@pytest.fixture
+def sessions(spider_catalog):
+    manager = SessionManager(spider_catalog, SessionConfig(split=DEV, max_steps=5))
+    yield manager
+    manager.shutdown()
+
+
+@pytest.fixture
+def episode(sessions):
+    return sessions.create(question_id=SINGER_COUNT)
+
+
+def test_describe_shows_columns_keys_and_row_count(episode):
+    result = episode.call("describe", {"table": "singer_in_concert"})
+    assert result.ok and not result.done
+    assert result.text.startswith(
+        "table singer_in_concert: 10 rows\ncolumns:\n  concert_ID INT primary key"
+    )
+    assert "  Singer_ID -> singer.Singer_ID" in result.text
+    assert result.data["row_count"] == 10
+    assert {
+        "column": "concert_ID",
+        "ref_table": "concert",
+        "ref_column": "concert_ID",
+    } in result.data["foreign_keys"]
+    assert result.text.endswith("[4 steps left]")
+
+
+def test_sample_and_query_render_rows(episode):
+    sample = episode.call("sample", {"table": "SINGER", "n": 2})
+    assert sample.text.splitlines()[0].startswith("Singer_ID | Name | Country")
+    assert "(2 rows)" in sample.text
+    assert len(sample.data["rows"]) == 2
+    query = episode.call("query", {"sql": "SELECT Name, Age FROM singer ORDER BY Age DESC"})
+    assert query.data["columns"] == ["Name", "Age"]
+    assert query.data["rows"][0] == ["Joe Sharp", 52]
+    assert query.data["truncated"] is False and query.data["elapsed_ms"] >= 0
+
+
+def test_errors_are_results_that_cost_a_step(episode):
+    result = episode.call("describe", {"table": "singers"})
+    assert not result.ok and not result.done
+    assert result.text.startswith(
+        "Error: no such table: singers; tables are: concert, singer, singer_in_concert, stadium"
+    )
+    assert result.data["error"] == "unknown_table"
+    bad = episode.call("query", {"sql": "DELETE FROM singer"})
+    assert bad.data["error"] == "query_rejected"
+    wrong_args = episode.call("sample", {"table": "singer", "rows": 3})
+    assert "sample does not take rows; it takes: table, n" in wrong_args.text
+    assert episode.steps_used == 3 and episode.budget_left == 2
+
+
+def test_unknown_tool_is_an_error_result(episode):
+    result = episode.call("drop", {"table": "singer"})
+    assert result.data == {
+        "error": "invalid_argument",
+        "message": "unknown tool 'drop'; tools are: describe, sample, query, answer",
+    }
+
+
+def test_correct_answer_ends_the_episode_with_the_terminal_reward(episode):
+    episode.call("query", {"sql": "SELECT count(*) FROM singer"})
+    result = episode.call("answer", {"value": "6"})
+    assert result.done and result.data == {"correct": True}
+    assert result.text == "Correct. The episode is over."
+    assert result.reward == 1.0
+    assert episode.correct is True
+    with pytest.raises(EpisodeFinishedError, match="has ended"):
+        episode.call("answer", {"value": "6"})
+
+
+def test_running_out_of_steps_ends_with_the_wrong_answer_reward(episode):
+    results = [episode.call("query", {"sql": f"SELECT {i}"}) for i in range(5)]
+    assert [r.done for r in results] == [False] * 4 + [True]
+    assert results[-1].text.endswith("Out of steps: the episode is over without an answer.")
+    assert episode.correct is None
+    with pytest.raises(EpisodeFinishedError, match="ran out of steps"):
+        episode.call("answer", {"value": "6"})
+
+
+def test_oversize_answer_is_rejected_without_ending_the_episode(episode):
+    result = episode.call("answer", {"value": "1" * 20_001})
+    assert not result.ok and not result.done
+    assert "limit is 20000" in result.text
+
+
+def test_total_reward_is_the_sum_of_step_rewards(episode):
+    episode.call("describe", {"table": "singer"})
+    episode.call("describe", {"table": "singer"})
+    episode.call("query", {"sql": "SELECT count(*) FROM singer"})
+    episode.call("answer", {"value": "[[6]]"})
+    rewards = [step.result.reward for step in episode.history]
+    assert rewards == [0.01, -0.03, 0.02, 1.0]
+    assert episode.total_reward == pytest.approx(sum(rewards))
+
+
+def test_sparse_profile_rewards_only_the_answer(spider_catalog):
+    config = SessionConfig(split=DEV, rewards=RewardConfig.profile("sparse"))
+    episode = SessionManager(spider_catalog, config).create(question_id=SINGER_COUNT)
+    play_scripted(episode)
+    assert [step.result.reward for step in episode.history][:-1] == [0.0] * (episode.steps_used - 1)
+    assert episode.total_reward == 1.0
+
+
+def test_scripted_player_answers_correctly(episode):
+    play_scripted(episode)
+    assert episode.correct is True
+    assert [step.tool for step in episode.history] == ["describe", "query", "answer"]

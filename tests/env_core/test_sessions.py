@@ -1,0 +1,150 @@
+import threading
+
+import pytest
+
+from env_core.errors import CapacityError, EpisodeFinishedError, UnknownEpisodeError
+from env_core.sessions import SessionConfig, SessionManager
+
+DEV = "dev_without_wta_1"
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def manager(spider_catalog):
+    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, max_sessions=8))
+    yield sessions
+    sessions.shutdown()
+
+
+def test_same_seed_and_selector_give_the_same_question(manager):
+    for seed in range(20):
+        first = manager.create(seed=seed)
+        second = manager.create(seed=seed)
+        assert first.question.id == second.question.id
+        assert first.episode_id != second.episode_id
+        manager.close(first.episode_id)
+        manager.close(second.episode_id)
+
+
+def test_seed_choice_is_spread_over_the_split(manager):
+    chosen = set()
+    for seed in range(40):
+        episode = manager.create(seed=seed)
+        chosen.add(episode.question.id)
+        manager.close(episode.episode_id)
+    assert len(chosen) >= 35
+
+
+def test_selectors_by_id_db_and_split(manager):
+    by_id = manager.create(question_id=f"{DEV}:7")
+    assert by_id.question.id == f"{DEV}:7"
+    by_db = manager.create(db_id="concert_singer", seed=3)
+    assert by_db.question.db_id == "concert_singer"
+    by_split = manager.create(split="train_spider_min", seed=3)
+    assert by_split.question.split == "train_spider_min"
+    assert by_db.start.tables == ("concert", "singer", "singer_in_concert", "stadium")
+
+
+def test_start_reveals_question_db_tables_and_budget_only(manager):
+    start = manager.create(question_id=f"{DEV}:0").start
+    assert set(start.to_dict()) == {"episode_id", "question", "db_id", "tables", "budget", "text"}
+    assert start.budget == 15
+    assert "SELECT" not in start.text
+    assert start.question in start.text and ", ".join(start.tables) in start.text
+
+
+def test_capacity_limit_gives_a_clear_error(manager):
+    episodes = [manager.create(seed=i) for i in range(8)]
+    with pytest.raises(CapacityError, match="all 8 episode slots are in use"):
+        manager.create(seed=99)
+    assert manager.stats().active == 8
+    manager.close(episodes[0].episode_id)
+    manager.create(seed=99)
+
+
+def test_unknown_and_closed_episodes(manager):
+    episode = manager.create(seed=1)
+    assert manager.close(episode.episode_id)
+    assert not manager.close(episode.episode_id)
+    with pytest.raises(UnknownEpisodeError, match="start a new episode"):
+        manager.step(episode.episode_id, "describe", {"table": "x"})
+    with pytest.raises(UnknownEpisodeError):
+        manager.get("no-such-id")
+
+
+def test_finished_episode_rejects_further_calls(manager):
+    episode = manager.create(seed=1)
+    manager.step(episode.episode_id, "answer", {"value": "no idea"})
+    with pytest.raises(EpisodeFinishedError, match="was answered"):
+        manager.step(episode.episode_id, "query", {"sql": "SELECT 1"})
+    assert episode.steps_used == 1
+
+
+def test_idle_episodes_are_reaped_after_the_ttl(spider_catalog):
+    clock = FakeClock()
+    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, idle_ttl_s=60), clock=clock)
+    idle = sessions.create(seed=1)
+    busy = sessions.create(seed=2)
+    clock.now += 50
+    sessions.step(busy.episode_id, "query", {"sql": "SELECT 1"})
+    clock.now += 20
+    assert sessions.reap() == 1
+    with pytest.raises(UnknownEpisodeError, match="expired"):
+        sessions.get(idle.episode_id)
+    assert sessions.get(busy.episode_id) is busy
+    stats = sessions.stats()
+    assert (stats.active, stats.reaped, stats.created, stats.steps) == (1, 1, 2, 1)
+
+
+def test_background_reaper_closes_idle_episodes(spider_catalog):
+    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, idle_ttl_s=0.05))
+    sessions.start_reaper(interval_s=0.02)
+    sessions.create(seed=1)
+    done = threading.Event()
+    for _ in range(100):
+        if sessions.stats().active == 0:
+            done.set()
+            break
+        done.wait(0.02)
+    sessions.shutdown()
+    assert done.is_set()
+    assert sessions.stats().reaped == 1
+
+
+def test_eight_threads_two_hundred_episodes_each_without_cross_talk(spider_catalog):
+    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, max_sessions=64))
+    failures: list[str] = []
+
+    def worker(thread: int) -> None:
+        for i in range(200):
+            seed = thread * 1000 + i
+            expected = sessions.choose_question(seed=seed)
+            episode = sessions.create(seed=seed)
+            marker = f"t{thread}e{i}"
+            result = sessions.step(
+                episode.episode_id,
+                "query",
+                {"sql": f"SELECT '{marker}', count(*) FROM sqlite_master"},
+            )
+            if episode.question.id != expected.id or result.data["rows"][0][0] != marker:
+                failures.append(f"{marker}: wrong question or result")
+            sessions.step(episode.episode_id, "answer", {"value": "[]"})
+            if sessions.get(episode.episode_id).history[0].result is not result:
+                failures.append(f"{marker}: history mixed up")
+            sessions.close(episode.episode_id)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    stats = sessions.stats()
+    assert (stats.active, stats.created, stats.closed, stats.steps) == (0, 1600, 1600, 3200)

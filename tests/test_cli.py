@@ -1,0 +1,72 @@
+import subprocess
+import sys
+
+
+def sqlenv(*args: str, cache_dir, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "env_core.cli", *args, "--cache-dir", str(cache_dir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=check,
+    )
+
+
+def test_play_prints_a_whole_scripted_episode_on_the_demo(cache_dir):
+    out = sqlenv("play", "--seed", "3", cache_dir=cache_dir).stdout
+    assert "Question: " in out and "Database: " in out and "Tables: " in out
+    assert "> describe(table=" in out and "> query(sql=" in out and "> answer(value=" in out
+    assert "Correct. The episode is over." in out
+    assert out.rstrip().endswith("correct")
+
+
+def test_play_same_seed_same_question(cache_dir):
+    first = sqlenv("play", "--seed", "11", cache_dir=cache_dir).stdout.splitlines()
+    second = sqlenv("play", "--seed", "11", cache_dir=cache_dir).stdout.splitlines()
+    assert first[1:] == second[1:]  # the first line carries the random episode id
+
+
+def test_interactive_play_reads_calls_from_stdin(cache_dir):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "env_core.cli",
+            "play",
+            "--interactive",
+            "--db-id",
+            "farm_shop",
+            "--cache-dir",
+            str(cache_dir),
+        ],
+        input="describe farms\nfly away\nanswer 42\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert "table farms:" in result.stdout
+    assert "type one of: describe TABLE" in result.stdout
+    assert "The episode is over." in result.stdout
+
+
+def test_prepare_prints_counts_reasons_and_warm_start(spider_dir, cache_dir):
+    out = sqlenv(
+        "data",
+        "prepare",
+        "--data-dir",
+        str(spider_dir),
+        "--split",
+        "dev_without_wta_1",
+        cache_dir=cache_dir,
+    ).stdout
+    assert "split dev_without_wta_1 (dev_without_wta_1.json): 972 questions, 896 kept" in out
+    assert "excluded, gold empty: 49" in out
+    assert "warm start:" in out
+
+
+def test_missing_data_directory_is_a_clear_error(tmp_path):
+    result = sqlenv("play", "--data-dir", str(tmp_path / "nope"), cache_dir=tmp_path, check=False)
+    assert result.returncode == 2
+    assert "has no database/ folder" in result.stderr
+    assert result.stdout == ""
