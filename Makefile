@@ -1,22 +1,33 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+PIP := $(BIN)/python -m pip install --quiet
+# The CPU build of PyTorch must be installed before the training extras, or they pull a CUDA build.
+TORCH := torch==2.13.0
 
-.PHONY: setup run test lint format bench clean
+.PHONY: setup setup-all run test lint format bench clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	$(PIP) --upgrade pip
 
-setup: $(STAMP)
+$(VENV)/.base: pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[mcp,dev]'
+	touch $@
+
+$(VENV)/.all: pyproject.toml $(VENV)/.base
+	$(PIP) $(TORCH)
+	$(PIP) -e '.[mcp,openenv,train,eval,dev]'
+	touch $@
+
+setup: $(VENV)/.base
+
+setup-all: $(VENV)/.all
 
 run: setup
 	$(BIN)/sqlenv play
 
-test: setup
+test: setup-all
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest
@@ -25,7 +36,7 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-bench: setup
+bench: setup-all
 	$(BIN)/python benchmarks/bench_engine.py --data-dir ../shared/data/spider
 
 clean:

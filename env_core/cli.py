@@ -13,9 +13,9 @@ from env_core.catalog import Catalog, Split, question_files
 from env_core.demo import resolve_data_dir
 from env_core.episode import Episode, ToolResult
 from env_core.errors import SQLEnvError
-from env_core.rewards import PROFILES, RewardConfig
+from env_core.factory import open_sessions
+from env_core.rewards import PROFILES
 from env_core.scripted import play_scripted
-from env_core.sessions import SessionConfig, SessionManager
 
 HARDNESS_ORDER = ("easy", "medium", "hard", "extra")
 
@@ -121,14 +121,13 @@ def split_report(split: Split) -> str:
 
 
 def run_play(args: argparse.Namespace) -> int:
-    data_dir = resolve_data_dir(args.data_dir, args.cache_dir)
-    catalog = Catalog.load(data_dir, [args.split], cache_dir=args.cache_dir)
-    config = SessionConfig(
+    sessions = open_sessions(
+        args.data_dir,
         split=args.split,
+        cache_dir=args.cache_dir,
         max_steps=args.max_steps,
-        rewards=RewardConfig.profile(args.reward_profile),
+        reward_profile=args.reward_profile,
     )
-    sessions = SessionManager(catalog, config)
     episode = sessions.create(seed=args.seed, question_id=args.question_id, db_id=args.db_id)
     print(
         f"episode {episode.episode_id} · question {episode.question.id} "
