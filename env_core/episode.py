@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -10,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from env_core import render
 from env_core.answers import AnswerChecker
-from env_core.errors import EpisodeFinishedError, InvalidArgumentError, ToolError
-from env_core.executor import QueryResult, ReadOnlyExecutor
+from env_core.errors import EpisodeFinishedError, InvalidArgumentError, ToolError, error_kind
+from env_core.executor import ReadOnlyExecutor
 from env_core.rewards import RewardTracker
 from env_core.tools import TOOLS_BY_NAME
 
@@ -142,20 +141,20 @@ class Episode:
             text, data, table = self._explore(tool, arguments)
         except ToolError as error:
             text = f"Error: {error}"
-            data = {"error": _error_kind(error), "message": str(error)}
+            data = {"error": error_kind(error), "message": str(error)}
             return self._finish_step(tool, False, text, data, call_key, None)
         return self._finish_step(tool, True, text, data, call_key, table)
 
     def _explore(self, tool: str, arguments: dict[str, Any]) -> tuple[str, dict, str | None]:
         if tool == "describe":
             schema = self.executor.describe(arguments["table"])
-            return render.schema_text(schema), _schema_data(schema), schema.name
+            return render.schema_text(schema), render.schema_data(schema), schema.name
         if tool == "sample":
             table = self.executor.resolve_table(arguments["table"])
             result = self.executor.sample(table, arguments.get("n", 5))
-            return render.rows_text(result), _rows_data(result), table
+            return render.rows_text(result), render.rows_data(result), table
         result = self.executor.query(arguments["sql"])
-        return render.rows_text(result), _rows_data(result), None
+        return render.rows_text(result), render.rows_data(result), None
 
     def _finish_step(
         self, tool: str, ok: bool, text: str, data: dict, call_key: str, table: str | None
@@ -201,32 +200,9 @@ def _check_arguments(tool: str, arguments: dict[str, Any]) -> None:
         expected = properties[name]["type"]
         if expected == "string" and tool != "answer" and not isinstance(value, str):
             raise InvalidArgumentError(f"{tool}: {name} must be a string")
-        if expected == "integer" and (isinstance(value, bool) or not isinstance(value, int)):
-            raise InvalidArgumentError(f"{tool}: {name} must be a whole number")
-
-
-def _error_kind(error: ToolError) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(error).__name__.removesuffix("Error")).lower()
-
-
-def _rows_data(result: QueryResult) -> dict[str, Any]:
-    return {
-        "columns": list(result.columns),
-        "rows": [list(row) for row in result.rows],
-        "truncated": result.truncated,
-        "elapsed_ms": result.elapsed_ms,
-    }
-
-
-def _schema_data(schema) -> dict[str, Any]:
-    return {
-        "table": schema.name,
-        "row_count": schema.row_count,
-        "columns": [
-            {"name": c.name, "type": c.type, "primary_key": c.primary_key} for c in schema.columns
-        ],
-        "foreign_keys": [
-            {"column": fk.column, "ref_table": fk.ref_table, "ref_column": fk.ref_column}
-            for fk in schema.foreign_keys
-        ],
-    }
+        if expected == "integer":
+            low, high = properties[name]["minimum"], properties[name]["maximum"]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise InvalidArgumentError(
+                    f"{tool}: {name} must be a whole number from {low} to {high}"
+                )

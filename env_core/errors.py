@@ -3,6 +3,8 @@
 `str(error)` is always a complete sentence an agent or a person can act on.
 """
 
+import re
+
 
 class SQLEnvError(Exception):
     """Base class of every error the engine raises on purpose."""
@@ -54,3 +56,8 @@ class EpisodeFinishedError(EpisodeError):
 
 class CapacityError(SQLEnvError):
     """The session manager holds as many episodes as it may."""
+
+
+def error_kind(error: SQLEnvError) -> str:
+    """A stable snake_case name for an error, e.g. UnknownTableError -> "unknown_table"."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(error).__name__.removesuffix("Error")).lower()

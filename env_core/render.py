@@ -1,8 +1,9 @@
-"""Compact text renderings of tool results, written for language models to read."""
+"""Renderings of tool results: compact text for language models, plain data for programs."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from env_core.executor import Cell, QueryResult, TableSchema
 
@@ -52,3 +53,26 @@ def start_text(question: str, db_id: str, tables: Sequence[str], budget: int) ->
         f"You have {budget} steps. Tools: describe(table), sample(table, n), query(sql), "
         "answer(value). Each call is one step; answer ends the episode."
     )
+
+
+def rows_data(result: QueryResult) -> dict[str, Any]:
+    return {
+        "columns": list(result.columns),
+        "rows": [list(row) for row in result.rows],
+        "truncated": result.truncated,
+        "elapsed_ms": result.elapsed_ms,
+    }
+
+
+def schema_data(schema: TableSchema) -> dict[str, Any]:
+    return {
+        "table": schema.name,
+        "row_count": schema.row_count,
+        "columns": [
+            {"name": c.name, "type": c.type, "primary_key": c.primary_key} for c in schema.columns
+        ],
+        "foreign_keys": [
+            {"column": fk.column, "ref_table": fk.ref_table, "ref_column": fk.ref_column}
+            for fk in schema.foreign_keys
+        ],
+    }

@@ -106,7 +106,7 @@ def test_lookups(spider_catalog):
 def test_bad_data_directories_give_clear_errors(tmp_path, tiny_data_dir):
     with pytest.raises(DataError, match="no database/ folder"):
         Catalog.load(tmp_path / "nowhere")
-    with pytest.raises(DataError, match="no question file for split .test. in .*; available: dev"):
+    with pytest.raises(DataError, match=r"no question file for split .test. in .*; available: dev"):
         Catalog.load(tiny_data_dir, ["test"], cache_dir=tmp_path / "cache")
     (tiny_data_dir / "broken.json").write_text('[{"db_id": "shop"}]')
     with pytest.raises(DataError, match="record 0: needs string fields"):

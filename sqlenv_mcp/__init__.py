@@ -1,0 +1,1 @@
+"""The MCP door: describe/sample/query/answer as MCP tools over stdio and streamable HTTP."""

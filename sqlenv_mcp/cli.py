@@ -1,0 +1,123 @@
+"""`sqlenv-mcp`: serve the sqlenv tools over MCP (stdio by default, or streamable HTTP)."""
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+from env_core.errors import SQLEnvError
+from env_core.executor import ExecutorLimits
+from env_core.factory import open_sessions
+from env_core.rewards import PROFILES
+from sqlenv_mcp.explorer import UserDatabases
+from sqlenv_mcp.server import HttpSettings, build_episode_server, build_explorer_server, http_app
+
+TOKEN_VARIABLE = "SQLENV_MCP_TOKEN"
+
+log = logging.getLogger("sqlenv_mcp")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sqlenv-mcp",
+        description="Serve the sqlenv SQL-exploration tools over MCP. Episode mode (default): "
+        "questions about hidden-schema databases, with start_episode, describe, sample, query, "
+        "answer and end_episode. Explorer mode (--db): safe read-only describe/sample/query on "
+        "your own SQLite files.",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (default; for Claude Desktop, Claude Code, Cursor, VS Code) or streamable "
+        "HTTP at /mcp",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="HTTP port (8000)")
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="extra Host header to accept over HTTP (repeatable). DNS-rebinding protection is "
+        "always on: only localhost names pass unless listed here, e.g. sql.example.org:*",
+    )
+    parser.add_argument(
+        "--auth-token",
+        default=os.environ.get(TOKEN_VARIABLE),
+        help=f"require 'Authorization: Bearer TOKEN' on HTTP (default: ${TOKEN_VARIABLE})",
+    )
+    parser.add_argument(
+        "--data-dir",
+        help="Spider-format data directory (default: $SQLENV_DATA_DIR, else the embedded demo)",
+    )
+    parser.add_argument("--split", default="dev", help="question split to serve (dev)")
+    parser.add_argument("--cache-dir", type=Path, help="catalog cache (default ~/.cache/sqlenv)")
+    parser.add_argument("--max-steps", type=int, default=15, help="step budget per episode (15)")
+    parser.add_argument(
+        "--reward-profile", choices=sorted(PROFILES), default="shaped", help="rewards (shaped)"
+    )
+    parser.add_argument(
+        "--max-sessions", type=int, default=256, help="episodes open at once, all clients (256)"
+    )
+    parser.add_argument(
+        "--idle-ttl",
+        type=float,
+        default=900.0,
+        help="seconds before an idle episode is closed (900)",
+    )
+    parser.add_argument(
+        "--query-timeout", type=float, default=2.0, help="seconds a query may run (2)"
+    )
+    parser.add_argument("--max-rows", type=int, default=20, help="rows shown per query (20)")
+    parser.add_argument(
+        "--db",
+        type=Path,
+        help="explorer mode: a SQLite file, or a folder of them, served read-only without "
+        "questions or grading",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
+        help="log level; logs always go to stderr (WARNING)",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr)
+    http = HttpSettings(host=args.host, port=args.port, allowed_hosts=tuple(args.allowed_host))
+    try:
+        if args.db:
+            limits = ExecutorLimits(timeout_s=args.query_timeout, max_rows=args.max_rows)
+            server = build_explorer_server(UserDatabases.from_path(args.db, limits), http)
+        else:
+            manager = open_sessions(
+                args.data_dir,
+                split=args.split,
+                cache_dir=args.cache_dir,
+                max_steps=args.max_steps,
+                max_sessions=args.max_sessions,
+                idle_ttl_s=args.idle_ttl,
+                reward_profile=args.reward_profile,
+                query_timeout_s=args.query_timeout,
+                max_rows=args.max_rows,
+            )
+            manager.start_reaper()
+            server = build_episode_server(manager, http)
+    except (SQLEnvError, ValueError) as error:
+        print(f"sqlenv-mcp: {error}", file=sys.stderr)
+        return 2
+    if args.transport == "stdio":
+        server.run("stdio")
+        return 0
+    import uvicorn
+
+    log.warning("serving MCP at http://%s:%d/mcp", args.host, args.port)
+    uvicorn.run(
+        http_app(server, args.auth_token), host=args.host, port=args.port, log_level="warning"
+    )
+    return 0

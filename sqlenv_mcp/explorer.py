@@ -1,0 +1,146 @@
+"""Explorer mode: describe/sample/query on the user's own SQLite files, without questions.
+
+The same hardened executor as in episodes, opened without `immutable` because someone else may
+be writing the file. One executor per database, shared by all connections (it serialises calls).
+"""
+
+import functools
+import threading
+from pathlib import Path
+from typing import Annotated
+
+import anyio
+from mcp.server.fastmcp import FastMCP
+from mcp.types import CallToolResult
+from pydantic import Field
+
+from env_core import render
+from env_core.errors import DataError, InvalidArgumentError, ToolError, error_kind
+from env_core.executor import ExecutorLimits, ReadOnlyExecutor
+from env_core.tools import TOOLS_BY_NAME
+from sqlenv_mcp.episodes import READ_ONLY, SAMPLE_SIZE
+from sqlenv_mcp.results import ExploreOutput, explore_result
+
+SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+
+INSTRUCTIONS = """\
+Read-only access to SQLite databases. Read the sqlenv://databases resource (or call describe on
+a table) to see what is there, then query with one SQLite SELECT per call. Nothing can be
+written. Name the database with `database` when more than one is served."""
+
+
+class UserDatabases:
+    def __init__(self, paths: dict[str, Path], limits: ExecutorLimits) -> None:
+        self.paths = paths
+        self.limits = limits
+        self._executors: dict[str, ReadOnlyExecutor] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_path(cls, path: Path, limits: ExecutorLimits) -> "UserDatabases":
+        """A single SQLite file, or every SQLite file directly inside a folder."""
+        path = Path(path).expanduser()
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix in SQLITE_SUFFIXES)
+        elif path.is_file():
+            files = [path]
+        else:
+            raise DataError(f"--db {path}: no such file or folder")
+        if not files:
+            raise DataError(f"--db {path}: the folder has no {', '.join(SQLITE_SUFFIXES)} files")
+        databases = cls({file.stem: file.resolve() for file in files}, limits)
+        for name in databases.paths:
+            databases.executor(name)  # fail at start-up, not at the first call
+        return databases
+
+    def executor(self, name: str | None) -> tuple[str, ReadOnlyExecutor]:
+        if name is None:
+            if len(self.paths) > 1:
+                raise InvalidArgumentError(
+                    f"several databases are served; name one: {', '.join(self.paths)}"
+                )
+            name = next(iter(self.paths))
+        if name not in self.paths:
+            raise InvalidArgumentError(
+                f"no database {name!r}; databases are: {', '.join(self.paths)}"
+            )
+        with self._lock:
+            if name not in self._executors:
+                self._executors[name] = ReadOnlyExecutor(
+                    self.paths[name], self.limits, immutable=False
+                )
+            return name, self._executors[name]
+
+    def listing(self) -> str:
+        lines = []
+        for name in self.paths:
+            _, executor = self.executor(name)
+            tables = ", ".join(
+                f"{t} ({executor.describe(t).row_count} rows)" for t in executor.tables
+            )
+            lines.append(f"{name}: {tables or 'no tables'}")
+        return "\n".join(lines)
+
+    def close(self) -> None:
+        with self._lock:
+            for executor in self._executors.values():
+                executor.close()
+            self._executors.clear()
+
+
+DATABASE = Annotated[
+    str | None, Field(description="Database to use; may be omitted when only one is served.")
+]
+
+
+def register_explorer_tools(server: FastMCP, databases: UserDatabases) -> None:
+    async def run(database: str | None, work) -> CallToolResult:
+        def call():
+            name, executor = databases.executor(database)
+            return name, *work(executor)
+
+        try:
+            name, text, data = await anyio.to_thread.run_sync(call)
+        except ToolError as error:
+            data = {"error": error_kind(error), "message": str(error)}
+            return explore_result(database or "", f"Error: {error}", data, ok=False)
+        return explore_result(name, text, data, ok=True)
+
+    def describe_table(table: str, executor: ReadOnlyExecutor):
+        schema = executor.describe(table)
+        return render.schema_text(schema), render.schema_data(schema)
+
+    def sample_table(table: str, n: int, executor: ReadOnlyExecutor):
+        result = executor.sample(table, n)
+        return render.rows_text(result), render.rows_data(result)
+
+    def run_query(sql: str, executor: ReadOnlyExecutor):
+        result = executor.query(sql)
+        return render.rows_text(result), render.rows_data(result)
+
+    spec = TOOLS_BY_NAME["describe"]
+
+    @server.tool(description=spec.description, annotations=READ_ONLY)
+    async def describe(
+        table: Annotated[str, Field(description="Name of a table.")], database: DATABASE = None
+    ) -> Annotated[CallToolResult, ExploreOutput]:
+        return await run(database, functools.partial(describe_table, table))
+
+    spec = TOOLS_BY_NAME["sample"]
+
+    @server.tool(description=spec.description, annotations=READ_ONLY)
+    async def sample(
+        table: Annotated[str, Field(description="Name of a table.")],
+        n: Annotated[int, SAMPLE_SIZE] = 5,
+        database: DATABASE = None,
+    ) -> Annotated[CallToolResult, ExploreOutput]:
+        return await run(database, functools.partial(sample_table, table, n))
+
+    spec = TOOLS_BY_NAME["query"]
+
+    @server.tool(description=spec.description, annotations=READ_ONLY)
+    async def query(
+        sql: Annotated[str, Field(description=spec.arg_descriptions["sql"])],
+        database: DATABASE = None,
+    ) -> Annotated[CallToolResult, ExploreOutput]:
+        return await run(database, functools.partial(run_query, sql))

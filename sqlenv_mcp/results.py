@@ -1,0 +1,88 @@
+"""Structured tool outputs and their conversion to MCP results.
+
+Tools return `CallToolResult` annotated with one of these models: the engine's text goes into
+`content` unchanged (the same text every door shows) and the structured form into
+`structuredContent`, validated against the model's small, flat schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.types import CallToolResult, TextContent
+from pydantic import BaseModel
+
+from env_core.episode import EpisodeStart, ToolResult
+from env_core.errors import SQLEnvError, error_kind
+
+
+class StepOutput(BaseModel):
+    episode_id: str
+    tool: str
+    ok: bool
+    reward: float
+    done: bool
+    data: dict[str, Any]
+
+
+class StartOutput(BaseModel):
+    episode_id: str
+    question: str
+    db_id: str
+    tables: list[str]
+    budget: int
+
+
+class EndOutput(BaseModel):
+    episode_id: str
+    closed: bool
+
+
+class ExploreOutput(BaseModel):
+    database: str
+    ok: bool
+    data: dict[str, Any]
+
+
+def tool_result(text: str, structured: dict[str, Any], is_error: bool = False) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structuredContent=structured,
+        isError=is_error,
+    )
+
+
+def step_result(episode_id: str, result: ToolResult) -> CallToolResult:
+    structured = {
+        "episode_id": episode_id,
+        "tool": result.tool,
+        "ok": result.ok,
+        "reward": result.reward,
+        "done": result.done,
+        "data": result.data,
+    }
+    return tool_result(result.text, structured, not result.ok)
+
+
+def step_error(episode_id: str, tool: str, error: SQLEnvError) -> CallToolResult:
+    """An episode-level failure (unknown, finished, capacity...) as an MCP tool error."""
+    data = {"error": error_kind(error), "message": str(error)}
+    structured = {
+        "episode_id": episode_id,
+        "tool": tool,
+        "ok": False,
+        "reward": 0.0,
+        "done": False,
+        "data": data,
+    }
+    return tool_result(f"Error: {error}", structured, True)
+
+
+def start_result(start: EpisodeStart) -> CallToolResult:
+    structured = start.to_dict()
+    del structured["text"]
+    return tool_result(start.text, structured, False)
+
+
+def explore_result(database: str, text: str, data: dict[str, Any], ok: bool) -> CallToolResult:
+    return tool_result(text, {"database": database, "ok": ok, "data": data}, not ok)

@@ -1,0 +1,145 @@
+"""Building the MCP server for episode mode or explorer mode, and its HTTP application."""
+
+import hmac
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from mcp.server.fastmcp import FastMCP
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from env_core.sessions import SessionManager
+from sqlenv_mcp import episodes, explorer
+
+LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
+LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+
+
+@dataclass(frozen=True)
+class HttpSettings:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    allowed_hosts: tuple[str, ...] = ()
+    session_idle_timeout_s: float = 1800.0
+    max_http_sessions: int = 10_000
+
+
+def _new_server(
+    instructions: str, http: HttpSettings, health: Callable[[], dict], lifespan=None
+) -> FastMCP:
+    # DNS-rebinding protection stays on whatever the bind address: FastMCP would switch it off
+    # for 0.0.0.0, so the allowlist is passed explicitly (extended by --allowed-host).
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[*LOCAL_HOSTS, *http.allowed_hosts],
+        allowed_origins=[*LOCAL_ORIGINS, *(f"http://{h}" for h in http.allowed_hosts)],
+    )
+    server = FastMCP(
+        "sqlenv",
+        instructions=instructions,
+        lifespan=lifespan,
+        log_level="WARNING",
+        host=http.host,
+        port=http.port,
+        streamable_http_path="/mcp",
+        session_idle_timeout=http.session_idle_timeout_s,
+        max_sessions=http.max_http_sessions,
+        transport_security=security,
+    )
+
+    @server.custom_route("/healthz", methods=["GET"])
+    async def healthz(_request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", **health()})
+
+    return server
+
+
+def build_episode_server(manager: SessionManager, http: HttpSettings | None = None) -> FastMCP:
+    server = _new_server(
+        episodes.INSTRUCTIONS,
+        http or HttpSettings(),
+        lambda: {"episodes": asdict(manager.stats())},
+        episodes.episode_lifespan(manager),
+    )
+    episodes.register_episode_tools(server, manager)
+
+    @server.resource(
+        "sqlenv://databases",
+        name="databases",
+        description="The databases questions are asked about, with their question counts.",
+        mime_type="application/json",
+    )
+    def databases() -> str:
+        counts = Counter(q.db_id for q in manager.catalog.questions(manager.config.split))
+        return json.dumps(
+            {"split": manager.config.split, "databases": dict(sorted(counts.items()))}
+        )
+
+    @server.prompt(description="Start an episode and solve it with the tools.")
+    def solve_question(question_id: str | None = None) -> str:
+        which = f"question {question_id}" if question_id else "a random question"
+        return (
+            f"Call start_episode for {which}. Read the question and the table names, explore "
+            "with describe, sample and query until you are sure, then call answer once with "
+            "the exact result the question asks for."
+        )
+
+    return server
+
+
+def build_explorer_server(
+    databases: explorer.UserDatabases, http: HttpSettings | None = None
+) -> FastMCP:
+    server = _new_server(
+        explorer.INSTRUCTIONS, http or HttpSettings(), lambda: {"databases": list(databases.paths)}
+    )
+    explorer.register_explorer_tools(server, databases)
+
+    @server.resource(
+        "sqlenv://databases",
+        name="databases",
+        description="The databases served, with their tables and row counts.",
+        mime_type="text/plain",
+    )
+    def listing() -> str:
+        return databases.listing()
+
+    @server.prompt(description="Explore a database and summarise what it holds.")
+    def explore_database(database: str | None = None) -> str:
+        which = f"the database {database}" if database else "the databases served"
+        return (
+            f"Explore {which}: read the sqlenv://databases resource, describe the tables, "
+            "sample a few rows, then summarise what the data is about and how tables relate."
+        )
+
+    return server
+
+
+class BearerAuth:
+    """Require `Authorization: Bearer <token>` on every path but /healthz."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] != "/healthz":
+            given = dict(scope["headers"]).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                response = PlainTextResponse(
+                    "missing or wrong bearer token",
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(server: FastMCP, auth_token: str | None) -> ASGIApp:
+    app = server.streamable_http_app()
+    return BearerAuth(app, auth_token) if auth_token else app

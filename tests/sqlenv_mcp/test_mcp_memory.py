@@ -1,0 +1,135 @@
+"""The MCP server through the SDK's in-memory client: a real server, a real client session."""
+
+import json
+
+import pytest
+from mcp.shared.memory import create_connected_server_and_client_session as connect
+
+from env_core.answers import gold_as_json
+from env_core.tools import TOOLS
+from sqlenv_mcp.server import build_episode_server
+
+pytestmark = pytest.mark.anyio
+DEV = "dev_without_wta_1"
+
+
+def text(result) -> str:
+    return result.content[0].text
+
+
+async def test_tools_match_the_engine_definitions(manager):
+    async with connect(build_episode_server(manager)) as client:
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(listed) == {"start_episode", "describe", "sample", "query", "answer", "end_episode"}
+    assert not {"reset", "step", "state", "close"} & set(listed)
+    for spec in TOOLS:
+        tool = listed[spec.name]
+        assert tool.description == spec.description
+        properties = tool.inputSchema["properties"]
+        assert set(properties) == set(spec.parameters["properties"]) | {"episode_id"}
+        assert tool.inputSchema["required"] == spec.parameters["required"]
+        for name, schema in spec.parameters["properties"].items():
+            assert properties[name]["description"] == schema["description"]
+            assert properties[name]["type"] == schema["type"]
+        assert tool.annotations.readOnlyHint is spec.read_only
+        assert tool.outputSchema["properties"].keys() >= {"ok", "reward", "done", "data"}
+    assert listed["sample"].inputSchema["properties"]["n"]["maximum"] == 20
+    assert listed["describe"].annotations.idempotentHint is True
+
+
+async def test_full_episode_on_spider_dev_matches_the_engine(manager):
+    question = manager.catalog.question(f"{DEV}:0")
+    direct = manager.create(question_id=question.id)
+    async with connect(build_episode_server(manager)) as client:
+        start = await client.call_tool("start_episode", {"question_id": question.id})
+        assert not start.isError
+        assert start.structuredContent["question"] == "How many singers do we have?"
+        assert text(start) == direct.start.text
+        calls = [
+            ("describe", {"table": "singer"}),
+            ("sample", {"table": "singer", "n": 2}),
+            ("query", {"sql": question.sql}),
+            ("answer", {"value": gold_as_json(question.gold)}),
+        ]
+        for tool, arguments in calls:
+            through_mcp = await client.call_tool(tool, arguments)
+            engine = direct.call(tool, arguments)
+            assert text(through_mcp) == engine.text
+            structured = through_mcp.structuredContent
+            assert (structured["reward"], structured["done"]) == (engine.reward, engine.done)
+            data = json.loads(json.dumps(engine.data))
+            if "elapsed_ms" in data:
+                data["elapsed_ms"] = structured["data"]["elapsed_ms"]
+            assert structured["data"] == data
+        assert structured["data"] == {"correct": True}
+
+
+async def test_expected_failures_are_tool_errors_with_guidance(manager):
+    async with connect(build_episode_server(manager)) as client:
+        before = await client.call_tool("query", {"sql": "SELECT 1"})
+        assert before.isError and "call start_episode first" in text(before)
+        await client.call_tool("start_episode", {"question_id": f"{DEV}:0"})
+        cases = {
+            ("describe", "singers"): "no such table: singers; tables are: concert, singer",
+            ("query", "DELETE FROM singer"): "Only read-only SELECT statements run here",
+            ("query", "SELECT nope FROM singer"): "no such column: nope; use describe(table)",
+            ("query", "SELECT 1; SELECT 2"): "only one SQL statement per call",
+        }
+        for (tool, argument), expected in cases.items():
+            key = "table" if tool == "describe" else "sql"
+            result = await client.call_tool(tool, {key: argument})
+            assert result.isError and expected in text(result), text(result)
+        too_many = await client.call_tool("sample", {"table": "singer", "n": 50})
+        assert too_many.isError
+        assert "sample: n must be a whole number from 1 to 20" in text(too_many)
+        unknown = await client.call_tool("describe", {"table": "singer", "episode_id": "nope"})
+        assert unknown.isError and "no open episode 'nope'" in text(unknown)
+        missing = await client.call_tool("query", {})
+        assert missing.isError and "sql" in text(missing)
+        await client.call_tool("answer", {"value": "6"})
+        after = await client.call_tool("answer", {"value": "6"})
+        assert after.isError and "has ended (was answered); start a new episode" in text(after)
+        bad_start = await client.call_tool("start_episode", {"question_id": "dev:99999"})
+        assert bad_start.isError and "no question 'dev:99999'" in text(bad_start)
+
+
+async def test_connections_are_isolated_and_closed_on_exit(manager):
+    server = build_episode_server(manager)
+    async with connect(server) as first, connect(server) as second:
+        a = await first.call_tool("start_episode", {"question_id": f"{DEV}:0"})
+        b = await second.call_tool("start_episode", {"question_id": f"{DEV}:1"})
+        assert a.structuredContent["episode_id"] != b.structuredContent["episode_id"]
+        await first.call_tool("answer", {"value": "6"})
+        still_open = await second.call_tool("query", {"sql": "SELECT 1"})
+        assert not still_open.isError and not still_open.structuredContent["done"]
+        assert manager.stats().active == 2
+    assert manager.stats().active == 0
+
+
+async def test_several_episodes_on_one_connection_by_episode_id(manager):
+    async with connect(build_episode_server(manager)) as client:
+        first = await client.call_tool("start_episode", {"question_id": f"{DEV}:0"})
+        second = await client.call_tool("start_episode", {"question_id": f"{DEV}:1"})
+        first_id = first.structuredContent["episode_id"]
+        answered = await client.call_tool("answer", {"value": "6", "episode_id": first_id})
+        assert answered.structuredContent["data"] == {"correct": True}
+        current = await client.call_tool("query", {"sql": "SELECT 1"})
+        assert current.structuredContent["episode_id"] == second.structuredContent["episode_id"]
+        ended = await client.call_tool("end_episode", {})
+        assert ended.structuredContent == {
+            "episode_id": second.structuredContent["episode_id"],
+            "closed": True,
+        }
+        assert manager.stats().active == 1
+
+
+async def test_resource_and_prompt(manager):
+    async with connect(build_episode_server(manager)) as client:
+        resources = (await client.list_resources()).resources
+        assert [str(r.uri) for r in resources] == ["sqlenv://databases"]
+        listing = json.loads((await client.read_resource("sqlenv://databases")).contents[0].text)
+        assert listing["split"] == DEV and listing["databases"]["concert_singer"] > 10
+        prompts = (await client.list_prompts()).prompts
+        assert [p.name for p in prompts] == ["solve_question"]
+        prompt = await client.get_prompt("solve_question", {"question_id": f"{DEV}:3"})
+        assert f"question {DEV}:3" in prompt.messages[0].content.text

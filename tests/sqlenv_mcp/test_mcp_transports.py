@@ -1,0 +1,156 @@
+"""The MCP server as its own process: over stdio and over streamable HTTP on 127.0.0.1."""
+
+import os
+import sys
+
+import anyio
+import httpx
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from env_core.answers import gold_as_json
+
+pytestmark = pytest.mark.anyio
+DEV = "dev_without_wta_1"
+
+
+async def play_full_episode(client: ClientSession, catalog, question_id: str) -> list:
+    question = catalog.question(question_id)
+    start = await client.call_tool("start_episode", {"question_id": question_id})
+    assert start.structuredContent["db_id"] == question.db_id
+    results = [
+        await client.call_tool("describe", {"table": start.structuredContent["tables"][0]}),
+        await client.call_tool("query", {"sql": question.sql}),
+        await client.call_tool("answer", {"value": gold_as_json(question.gold)}),
+    ]
+    assert [r.isError for r in results] == [False, False, False]
+    assert results[-1].structuredContent["data"] == {"correct": True}
+    return results
+
+
+async def test_full_episode_over_stdio(spider_dir, spider_catalog, cache_dir, tmp_path):
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "sqlenv_mcp",
+            "--data-dir",
+            str(spider_dir),
+            "--split",
+            DEV,
+            "--cache-dir",
+            str(cache_dir),
+        ],
+        env={"PATH": os.environ["PATH"]},
+    )
+    with (tmp_path / "stderr.log").open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write):
+            async with ClientSession(read, write) as client:
+                init = await client.initialize()
+                assert "start_episode" in init.instructions
+                await play_full_episode(client, spider_catalog, f"{DEV}:5")
+    assert (tmp_path / "stderr.log").read_text() == ""
+
+
+async def test_full_episode_over_http(http_server, spider_catalog):
+    server = http_server()
+    async with streamable_http_client(f"{server.url}/mcp") as (read, write, _session_id):
+        async with ClientSession(read, write) as client:
+            await client.initialize()
+            await play_full_episode(client, spider_catalog, f"{DEV}:7")
+            assert server.health()["episodes"]["active"] == 1
+    assert server.health()["episodes"] == {
+        "active": 0,
+        "created": 1,
+        "closed": 1,
+        "reaped": 0,
+        "steps": 3,
+    }
+
+
+async def test_four_concurrent_http_clients_are_isolated(http_server, spider_catalog):
+    server = http_server()
+    seen: dict[int, tuple[str, str]] = {}
+
+    async def client_run(index: int) -> None:
+        question_id = f"{DEV}:{index * 10}"
+        async with streamable_http_client(f"{server.url}/mcp") as (read, write, _):
+            async with ClientSession(read, write) as client:
+                await client.initialize()
+                start = await client.call_tool("start_episode", {"question_id": question_id})
+                marker = f"client-{index}"
+                for _ in range(5):
+                    echoed = await client.call_tool("query", {"sql": f"SELECT '{marker}'"})
+                    assert echoed.structuredContent["data"]["rows"] == [[marker]]
+                    assert (
+                        echoed.structuredContent["episode_id"]
+                        == (start.structuredContent["episode_id"])
+                    )
+                seen[index] = (
+                    start.structuredContent["episode_id"],
+                    start.structuredContent["question"],
+                )
+                results = await play_full_episode(client, spider_catalog, question_id)
+                assert results[-1].structuredContent["reward"] == 1.0
+
+    async with anyio.create_task_group() as group:
+        for index in range(4):
+            group.start_soon(client_run, index)
+    assert len({episode for episode, _ in seen.values()}) == 4
+    for index, (_, question) in seen.items():
+        assert question == spider_catalog.question(f"{DEV}:{index * 10}").text
+    assert server.health()["episodes"]["active"] == 0
+
+
+async def test_client_that_disconnects_mid_episode_has_its_episode_closed(http_server):
+    server = http_server()
+    async with streamable_http_client(f"{server.url}/mcp") as (read, write, _):
+        async with ClientSession(read, write) as client:
+            await client.initialize()
+            await client.call_tool("start_episode", {"seed": 1})
+            await client.call_tool("query", {"sql": "SELECT 1"})
+            assert server.health()["episodes"]["active"] == 1
+    health = server.health()["episodes"]
+    assert (health["active"], health["closed"], health["steps"]) == (0, 1, 1)
+
+
+def test_http_guards_hosts_origins_and_tokens(http_server):
+    server = http_server("--auth-token", "s3cret")
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    url = f"{server.url}/mcp"
+    assert httpx.post(url, json=body, headers=headers).status_code == 401
+    authorised = {**headers, "Authorization": "Bearer s3cret"}
+    assert (
+        httpx.post(url, json=body, headers={**authorised, "Host": "evil.example"}).status_code
+        == 421
+    )
+    evil_origin = {**authorised, "Origin": "http://evil.example"}
+    assert httpx.post(url, json=body, headers=evil_origin).status_code == 403
+    assert httpx.post(url, json=body, headers=authorised).status_code == 200
+    assert httpx.get(f"{server.url}/healthz").status_code == 200
+
+
+def test_bad_start_up_is_a_clear_error(tmp_path):
+    import subprocess
+
+    result = subprocess.run(
+        [sys.executable, "-m", "sqlenv_mcp", "--data-dir", str(tmp_path / "missing")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert result.returncode == 2
+    assert "has no database/ folder" in result.stderr and result.stdout == ""
