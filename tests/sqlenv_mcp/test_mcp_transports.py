@@ -2,6 +2,8 @@
 
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
 import httpx
@@ -14,6 +16,16 @@ from env_core.answers import gold_as_json
 
 pytestmark = pytest.mark.anyio
 DEV = "dev_without_wta_1"
+
+
+@asynccontextmanager
+async def http_client(url: str) -> AsyncIterator[ClientSession]:
+    async with (
+        streamable_http_client(f"{url}/mcp") as (read, write, _session_id),
+        ClientSession(read, write) as client,
+    ):
+        await client.initialize()
+        yield client
 
 
 async def play_full_episode(client: ClientSession, catalog, question_id: str) -> list:
@@ -46,21 +58,21 @@ async def test_full_episode_over_stdio(spider_dir, spider_catalog, cache_dir, tm
         env={"PATH": os.environ["PATH"]},
     )
     with (tmp_path / "stderr.log").open("w") as errlog:
-        async with stdio_client(params, errlog=errlog) as (read, write):
-            async with ClientSession(read, write) as client:
-                init = await client.initialize()
-                assert "start_episode" in init.instructions
-                await play_full_episode(client, spider_catalog, f"{DEV}:5")
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            init = await client.initialize()
+            assert "start_episode" in init.instructions
+            await play_full_episode(client, spider_catalog, f"{DEV}:5")
     assert (tmp_path / "stderr.log").read_text() == ""
 
 
 async def test_full_episode_over_http(http_server, spider_catalog):
     server = http_server()
-    async with streamable_http_client(f"{server.url}/mcp") as (read, write, _session_id):
-        async with ClientSession(read, write) as client:
-            await client.initialize()
-            await play_full_episode(client, spider_catalog, f"{DEV}:7")
-            assert server.health()["episodes"]["active"] == 1
+    async with http_client(server.url) as client:
+        await play_full_episode(client, spider_catalog, f"{DEV}:7")
+        assert server.health()["episodes"]["active"] == 1
     assert server.health()["episodes"] == {
         "active": 0,
         "created": 1,
@@ -76,24 +88,17 @@ async def test_four_concurrent_http_clients_are_isolated(http_server, spider_cat
 
     async def client_run(index: int) -> None:
         question_id = f"{DEV}:{index * 10}"
-        async with streamable_http_client(f"{server.url}/mcp") as (read, write, _):
-            async with ClientSession(read, write) as client:
-                await client.initialize()
-                start = await client.call_tool("start_episode", {"question_id": question_id})
-                marker = f"client-{index}"
-                for _ in range(5):
-                    echoed = await client.call_tool("query", {"sql": f"SELECT '{marker}'"})
-                    assert echoed.structuredContent["data"]["rows"] == [[marker]]
-                    assert (
-                        echoed.structuredContent["episode_id"]
-                        == (start.structuredContent["episode_id"])
-                    )
-                seen[index] = (
-                    start.structuredContent["episode_id"],
-                    start.structuredContent["question"],
-                )
-                results = await play_full_episode(client, spider_catalog, question_id)
-                assert results[-1].structuredContent["reward"] == 1.0
+        async with http_client(server.url) as client:
+            start = await client.call_tool("start_episode", {"question_id": question_id})
+            episode_id = start.structuredContent["episode_id"]
+            marker = f"client-{index}"
+            for _ in range(5):
+                echoed = await client.call_tool("query", {"sql": f"SELECT '{marker}'"})
+                assert echoed.structuredContent["data"]["rows"] == [[marker]]
+                assert echoed.structuredContent["episode_id"] == episode_id
+            seen[index] = (episode_id, start.structuredContent["question"])
+            results = await play_full_episode(client, spider_catalog, question_id)
+            assert results[-1].structuredContent["reward"] == 1.0
 
     async with anyio.create_task_group() as group:
         for index in range(4):
@@ -106,12 +111,10 @@ async def test_four_concurrent_http_clients_are_isolated(http_server, spider_cat
 
 async def test_client_that_disconnects_mid_episode_has_its_episode_closed(http_server):
     server = http_server()
-    async with streamable_http_client(f"{server.url}/mcp") as (read, write, _):
-        async with ClientSession(read, write) as client:
-            await client.initialize()
-            await client.call_tool("start_episode", {"seed": 1})
-            await client.call_tool("query", {"sql": "SELECT 1"})
-            assert server.health()["episodes"]["active"] == 1
+    async with http_client(server.url) as client:
+        await client.call_tool("start_episode", {"seed": 1})
+        await client.call_tool("query", {"sql": "SELECT 1"})
+        assert server.health()["episodes"]["active"] == 1
     health = server.health()["episodes"]
     assert (health["active"], health["closed"], health["steps"]) == (0, 1, 1)
 
