@@ -20,6 +20,10 @@ $(VENV)/.all: pyproject.toml $(VENV)/.base
 	$(PIP) -e '.[mcp,openenv,train,eval,dev]'
 	touch $@
 
+# The MCP Inspector (Node) that the tests drive in CLI mode.
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
 setup: $(VENV)/.base
 
 setup-all: $(VENV)/.all
@@ -27,7 +31,7 @@ setup-all: $(VENV)/.all
 run: setup
 	$(BIN)/sqlenv play
 
-test: setup-all
+test: setup-all node_modules/.package-lock.json
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest

@@ -8,7 +8,6 @@ import httpx
 import pytest
 
 DEV = "dev_without_wta_1"
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -1,0 +1,109 @@
+"""Explorer mode on a user's own SQLite files: read-only tools, nothing written."""
+
+import hashlib
+import sqlite3
+
+import pytest
+from mcp.shared.memory import create_connected_server_and_client_session as connect
+
+from env_core.errors import DataError
+from env_core.executor import ExecutorLimits
+from sqlenv_mcp.explorer import UserDatabases
+from sqlenv_mcp.server import build_explorer_server
+
+pytestmark = pytest.mark.anyio
+
+
+def digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def user_db(tmp_path):
+    path = tmp_path / "garden.sqlite"
+    with sqlite3.connect(path) as connection:
+        connection.executescript(
+            "CREATE TABLE plant(id INTEGER PRIMARY KEY, name TEXT NOT NULL, bed INTEGER "
+            "REFERENCES bed(id)); CREATE TABLE bed(id INTEGER PRIMARY KEY, sunny INTEGER);"
+            "INSERT INTO bed VALUES (1, 1), (2, 0);"
+            "INSERT INTO plant(name, bed) VALUES ('tomato', 1), ('fern', 2), ('basil', 1);"
+        )
+    connection.close()
+    return path
+
+
+def served(path):
+    return build_explorer_server(UserDatabases.from_path(path, ExecutorLimits()))
+
+
+async def test_describe_sample_query_on_a_user_file(user_db):
+    before = digest(user_db)
+    async with connect(served(user_db)) as client:
+        tools = {tool.name for tool in (await client.list_tools()).tools}
+        assert tools == {"describe", "sample", "query"}
+        described = await client.call_tool("describe", {"table": "plant"})
+        assert described.content[0].text.startswith("table plant: 3 rows")
+        assert "  bed -> bed.id" in described.content[0].text
+        sampled = await client.call_tool("sample", {"table": "plant", "n": 2})
+        assert sampled.structuredContent["data"]["rows"] == [[1, "tomato", 1], [2, "fern", 2]]
+        queried = await client.call_tool(
+            "query", {"sql": "SELECT name FROM plant JOIN bed ON bed.id = plant.bed WHERE sunny"}
+        )
+        assert queried.structuredContent == {
+            "database": "garden",
+            "ok": True,
+            "data": queried.structuredContent["data"],
+        }
+        assert queried.structuredContent["data"]["rows"] == [["tomato"], ["basil"]]
+        listing = await client.read_resource("sqlenv://databases")
+        assert listing.contents[0].text == "garden: bed (2 rows), plant (3 rows)"
+    assert digest(user_db) == before
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM plant",
+        "UPDATE plant SET name = 'x'",
+        "DROP TABLE plant",
+        "CREATE TABLE weed(x)",
+        "ATTACH 'other.db' AS other",
+        "PRAGMA journal_mode = DELETE",
+        "VACUUM",
+        "WITH gone AS (SELECT 1) DELETE FROM plant",
+        "SELECT 1; DELETE FROM plant",
+    ],
+)
+async def test_writes_are_rejected_and_the_file_is_unchanged(user_db, sql):
+    before = digest(user_db)
+    async with connect(served(user_db)) as client:
+        result = await client.call_tool("query", {"sql": sql})
+        assert result.isError
+        assert result.content[0].text.startswith("Error: ")
+        assert result.structuredContent["data"]["error"] == "query_rejected"
+    assert digest(user_db) == before
+    assert sorted(p.name for p in user_db.parent.iterdir()) == ["garden.sqlite"]
+
+
+async def test_a_folder_serves_each_file_by_name(user_db, tmp_path):
+    second = tmp_path / "notes.db"
+    with sqlite3.connect(second) as connection:
+        connection.execute("CREATE TABLE note(text TEXT)")
+    connection.close()
+    async with connect(served(tmp_path)) as client:
+        ambiguous = await client.call_tool("query", {"sql": "SELECT 1"})
+        assert ambiguous.isError and "name one: garden, notes" in ambiguous.content[0].text
+        named = await client.call_tool("describe", {"table": "note", "database": "notes"})
+        assert not named.isError and named.structuredContent["database"] == "notes"
+        unknown = await client.call_tool("query", {"sql": "SELECT 1", "database": "x"})
+        assert "no database 'x'; databases are: garden, notes" in unknown.content[0].text
+
+
+def test_bad_paths_fail_at_start_up(tmp_path):
+    with pytest.raises(DataError, match="no such file or folder"):
+        UserDatabases.from_path(tmp_path / "missing.sqlite", ExecutorLimits())
+    with pytest.raises(DataError, match="the folder has no"):
+        UserDatabases.from_path(tmp_path, ExecutorLimits())
+    (tmp_path / "fake.sqlite").write_text("not a database")
+    with pytest.raises(DataError, match="cannot open"):
+        UserDatabases.from_path(tmp_path / "fake.sqlite", ExecutorLimits())
