@@ -6,6 +6,8 @@ import os
 import sys
 from pathlib import Path
 
+from mcp.server.fastmcp import FastMCP
+
 from env_core.errors import SQLEnvError
 from env_core.executor import ExecutorLimits
 from env_core.factory import open_sessions
@@ -78,6 +80,13 @@ def build_parser() -> argparse.ArgumentParser:
         "questions or grading",
     )
     parser.add_argument(
+        "--no-output-schemas",
+        dest="output_schemas",
+        action="store_false",
+        help="leave output schemas out of the tool list (results still carry structured "
+        "content); the Python MCP client then skips a JSON-schema check it makes on every call",
+    )
+    parser.add_argument(
         "--log-level",
         default="WARNING",
         choices=("DEBUG", "INFO", "WARNING", "ERROR"),
@@ -86,38 +95,47 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr)
+def build_server(args: argparse.Namespace) -> FastMCP:
+    """The server the parsed command line describes; raises SQLEnvError on bad data."""
     http = HttpSettings(host=args.host, port=args.port, allowed_hosts=tuple(args.allowed_host))
-    try:
-        if args.db:
-            limits = ExecutorLimits(timeout_s=args.query_timeout, max_rows=args.max_rows)
-            server = build_explorer_server(UserDatabases.from_path(args.db, limits), http)
-        else:
-            manager = open_sessions(
-                args.data_dir,
-                split=args.split,
-                cache_dir=args.cache_dir,
-                max_steps=args.max_steps,
-                max_sessions=args.max_sessions,
-                idle_ttl_s=args.idle_ttl,
-                reward_profile=args.reward_profile,
-                query_timeout_s=args.query_timeout,
-                max_rows=args.max_rows,
-            )
-            manager.start_reaper()
-            server = build_episode_server(manager, http)
-    except (SQLEnvError, ValueError) as error:
-        print(f"sqlenv-mcp: {error}", file=sys.stderr)
-        return 2
+    if args.db:
+        limits = ExecutorLimits(timeout_s=args.query_timeout, max_rows=args.max_rows)
+        return build_explorer_server(
+            UserDatabases.from_path(args.db, limits), http, args.output_schemas
+        )
+    manager = open_sessions(
+        args.data_dir,
+        split=args.split,
+        cache_dir=args.cache_dir,
+        max_steps=args.max_steps,
+        max_sessions=args.max_sessions,
+        idle_ttl_s=args.idle_ttl,
+        reward_profile=args.reward_profile,
+        query_timeout_s=args.query_timeout,
+        max_rows=args.max_rows,
+    )
+    manager.start_reaper()
+    return build_episode_server(manager, http, args.output_schemas)
+
+
+def serve(server: FastMCP, args: argparse.Namespace) -> None:
     if args.transport == "stdio":
         server.run("stdio")
-        return 0
+        return
     import uvicorn
 
     log.warning("serving MCP at http://%s:%d/mcp", args.host, args.port)
-    uvicorn.run(
-        http_app(server, args.auth_token), host=args.host, port=args.port, log_level="warning"
-    )
+    app = http_app(server, args.auth_token)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr)
+    try:
+        server = build_server(args)
+    except (SQLEnvError, ValueError) as error:
+        print(f"sqlenv-mcp: {error}", file=sys.stderr)
+        return 2
+    serve(server, args)
     return 0

@@ -77,7 +77,9 @@ class ConnectionEpisodes:
         self.current = None
 
 
-def register_episode_tools(server: FastMCP, manager: SessionManager) -> None:
+def register_episode_tools(
+    server: FastMCP, manager: SessionManager, output_schemas: bool = True
+) -> None:
     def connection(ctx: Context) -> ConnectionEpisodes:
         return ctx.request_context.lifespan_context
 
@@ -95,6 +97,7 @@ def register_episode_tools(server: FastMCP, manager: SessionManager) -> None:
         "names and the step budget. Optionally pick the question by id, database or split, "
         "or seed the random choice.",
         annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=False, openWorldHint=False),
+        structured_output=output_schemas,
     )
     async def start_episode(
         ctx: Context,
@@ -119,7 +122,9 @@ def register_episode_tools(server: FastMCP, manager: SessionManager) -> None:
 
     spec = TOOLS_BY_NAME["describe"]
 
-    @server.tool(description=spec.description, annotations=READ_ONLY)
+    @server.tool(
+        description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
+    )
     async def describe(
         ctx: Context,
         table: Annotated[str, Field(description=spec.arg_descriptions["table"])],
@@ -129,7 +134,9 @@ def register_episode_tools(server: FastMCP, manager: SessionManager) -> None:
 
     spec = TOOLS_BY_NAME["sample"]
 
-    @server.tool(description=spec.description, annotations=READ_ONLY)
+    @server.tool(
+        description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
+    )
     async def sample(
         ctx: Context,
         table: Annotated[str, Field(description=spec.arg_descriptions["table"])],
@@ -140,7 +147,9 @@ def register_episode_tools(server: FastMCP, manager: SessionManager) -> None:
 
     spec = TOOLS_BY_NAME["query"]
 
-    @server.tool(description=spec.description, annotations=READ_ONLY)
+    @server.tool(
+        description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
+    )
     async def query(
         ctx: Context,
         sql: Annotated[str, Field(description=spec.arg_descriptions["sql"])],
@@ -155,6 +164,7 @@ def register_episode_tools(server: FastMCP, manager: SessionManager) -> None:
         annotations=ToolAnnotations(
             readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
         ),
+        structured_output=output_schemas,
     )
     async def answer(
         ctx: Context,
@@ -169,6 +179,7 @@ def register_episode_tools(server: FastMCP, manager: SessionManager) -> None:
         annotations=ToolAnnotations(
             readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
         ),
+        structured_output=output_schemas,
     )
     async def end_episode(
         ctx: Context, episode_id: EPISODE_ID = None

@@ -93,7 +93,9 @@ DATABASE = Annotated[
 ]
 
 
-def register_explorer_tools(server: FastMCP, databases: UserDatabases) -> None:
+def register_explorer_tools(
+    server: FastMCP, databases: UserDatabases, output_schemas: bool = True
+) -> None:
     async def run(database: str | None, work) -> CallToolResult:
         def call():
             name, executor = databases.executor(database)
@@ -120,7 +122,9 @@ def register_explorer_tools(server: FastMCP, databases: UserDatabases) -> None:
 
     spec = TOOLS_BY_NAME["describe"]
 
-    @server.tool(description=spec.description, annotations=READ_ONLY)
+    @server.tool(
+        description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
+    )
     async def describe(
         table: Annotated[str, Field(description="Name of a table.")], database: DATABASE = None
     ) -> Annotated[CallToolResult, ExploreOutput]:
@@ -128,7 +132,9 @@ def register_explorer_tools(server: FastMCP, databases: UserDatabases) -> None:
 
     spec = TOOLS_BY_NAME["sample"]
 
-    @server.tool(description=spec.description, annotations=READ_ONLY)
+    @server.tool(
+        description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
+    )
     async def sample(
         table: Annotated[str, Field(description="Name of a table.")],
         n: Annotated[int, SAMPLE_SIZE] = 5,
@@ -138,7 +144,9 @@ def register_explorer_tools(server: FastMCP, databases: UserDatabases) -> None:
 
     spec = TOOLS_BY_NAME["query"]
 
-    @server.tool(description=spec.description, annotations=READ_ONLY)
+    @server.tool(
+        description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
+    )
     async def query(
         sql: Annotated[str, Field(description=spec.arg_descriptions["sql"])],
         database: DATABASE = None,

@@ -58,14 +58,16 @@ def _new_server(
     return server
 
 
-def build_episode_server(manager: SessionManager, http: HttpSettings | None = None) -> FastMCP:
+def build_episode_server(
+    manager: SessionManager, http: HttpSettings | None = None, output_schemas: bool = True
+) -> FastMCP:
     server = _new_server(
         episodes.INSTRUCTIONS,
         http or HttpSettings(),
         lambda: {"episodes": asdict(manager.stats())},
         episodes.episode_lifespan(manager),
     )
-    episodes.register_episode_tools(server, manager)
+    episodes.register_episode_tools(server, manager, output_schemas)
 
     @server.resource(
         "sqlenv://databases",
@@ -92,12 +94,14 @@ def build_episode_server(manager: SessionManager, http: HttpSettings | None = No
 
 
 def build_explorer_server(
-    databases: explorer.UserDatabases, http: HttpSettings | None = None
+    databases: explorer.UserDatabases,
+    http: HttpSettings | None = None,
+    output_schemas: bool = True,
 ) -> FastMCP:
     server = _new_server(
         explorer.INSTRUCTIONS, http or HttpSettings(), lambda: {"databases": list(databases.paths)}
     )
-    explorer.register_explorer_tools(server, databases)
+    explorer.register_explorer_tools(server, databases, output_schemas)
 
     @server.resource(
         "sqlenv://databases",

@@ -133,3 +133,14 @@ async def test_resource_and_prompt(manager):
         assert [p.name for p in prompts] == ["solve_question"]
         prompt = await client.get_prompt("solve_question", {"question_id": f"{DEV}:3"})
         assert f"question {DEV}:3" in prompt.messages[0].content.text
+
+
+async def test_output_schemas_can_be_left_out(manager):
+    server = build_episode_server(manager, output_schemas=False)
+    async with connect(server) as client:
+        tools = (await client.list_tools()).tools
+        assert all(tool.outputSchema is None for tool in tools)
+        start = await client.call_tool("start_episode", {"question_id": f"{DEV}:0"})
+        assert start.structuredContent["db_id"] == "concert_singer"
+        result = await client.call_tool("query", {"sql": "SELECT count(*) FROM singer"})
+        assert result.structuredContent["data"]["rows"] == [[6]]

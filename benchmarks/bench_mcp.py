@@ -1,0 +1,173 @@
+"""MCP tool-call latency, client to server and back, measured in one run.
+
+Over stdio and over streamable HTTP, one client makes the same calls, interleaved: `noop` (a
+tool on the same server that does nothing and returns a result of the same shape: the SDK
+floor), `noop_plain` (the same without an output schema), `describe`, `sample` and `query`
+(a Spider gold query). Over stdio the same client also calls `read_query` with the same SQL on
+`mcp-server-sqlite` (PyPI; the archived reference SQLite server) serving a copy of the same
+database. Prints p50/p99 and the ratios.
+
+    python benchmarks/bench_mcp.py --data-dir ../shared/data/spider
+"""
+
+import argparse
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import httpx
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+FLOOR_SERVER = Path(__file__).with_name("mcp_floor_server.py")
+QUESTION = "dev_without_wta_1:1"  # concert_singer: names, countries and ages of singers
+
+
+@asynccontextmanager
+async def stdio_session(command: list[str]) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+@asynccontextmanager
+async def http_session(server_args: list[str]) -> AsyncIterator[ClientSession]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [
+        sys.executable,
+        str(FLOOR_SERVER),
+        *server_args,
+        "--transport",
+        "http",
+        "--port",
+        str(port),
+    ]
+    process = subprocess.Popen(command)
+    try:
+        for _ in range(600):
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with (
+            streamable_http_client(url) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+    finally:
+        process.terminate()
+        process.wait()
+
+
+async def timed(session: ClientSession, tool: str, arguments: dict) -> float:
+    started = time.perf_counter()
+    result = await session.call_tool(tool, arguments)
+    elapsed = (time.perf_counter() - started) * 1000
+    if result.isError:
+        raise RuntimeError(f"{tool} failed: {result.content[0].text}")
+    return elapsed
+
+
+async def measure_sqlenv(session: ClientSession, sql: str, rounds: int) -> dict[str, list[float]]:
+    await session.call_tool("start_episode", {"question_id": QUESTION})
+    calls = {
+        "noop_plain": {},
+        "noop": {},
+        "describe": {"table": "singer"},
+        "sample": {"table": "singer"},
+        "query": {"sql": sql},
+    }
+    timings: dict[str, list[float]] = defaultdict(list)
+    for _ in range(rounds):
+        for tool, arguments in calls.items():
+            timings[tool].append(await timed(session, tool, arguments))
+    return timings
+
+
+def p(samples: list[float], q: int) -> float:
+    return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
+
+
+def report(
+    transport: str, timings: dict[str, list[float]], floor_tool: str, reference: list[float]
+) -> None:
+    floor = p(timings[floor_tool], 50)
+    for tool, samples in timings.items():
+        versus = f"{p(samples, 50) / p(reference, 50):>9.2f}x"
+        print(
+            f"{transport:<7}{tool:<20}{p(samples, 50):>8.3f}{p(samples, 99):>8.3f}"
+            f"{p(samples, 50) / floor:>9.2f}x{versus}"
+        )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, required=True)
+    parser.add_argument("--rounds", type=int, default=300)
+    args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from env_core.catalog import Catalog
+
+    catalog = Catalog.load(args.data_dir, ["dev_without_wta_1"])
+    question = catalog.question(QUESTION)
+    server_args = [
+        "--data-dir",
+        str(args.data_dir),
+        "--split",
+        "dev_without_wta_1",
+        "--max-steps",
+        "1000000",
+    ]
+
+    with tempfile.TemporaryDirectory() as scratch:
+        # mcp-server-sqlite opens its file read-write: give it a copy, never the Spider file.
+        copy = Path(scratch) / "concert_singer.sqlite"
+        shutil.copyfile(catalog.database_path(question.db_id), copy)
+        reference_command = [
+            str(Path(sys.executable).with_name("mcp-server-sqlite")),
+            "--db-path",
+            str(copy),
+        ]
+        async with stdio_session(reference_command) as reference:
+            reference_times = [
+                await timed(reference, "read_query", {"query": question.sql})
+                for _ in range(args.rounds)
+            ]
+        async with stdio_session([sys.executable, str(FLOOR_SERVER), *server_args]) as session:
+            stdio_times = await measure_sqlenv(session, question.sql, args.rounds)
+        plain_command = [sys.executable, str(FLOOR_SERVER), *server_args, "--no-output-schemas"]
+        async with stdio_session(plain_command) as session:
+            plain_times = await measure_sqlenv(session, question.sql, args.rounds)
+    async with http_session(server_args) as session:
+        http_times = await measure_sqlenv(session, question.sql, args.rounds)
+
+    print(f"{args.rounds} rounds; latency in ms, client call to result")
+    print("vs floor: against `noop` (same output schema) or, without schemas, `noop_plain`;")
+    print("vs ref: against mcp-server-sqlite's read_query over stdio")
+    print(f"{'door':<7}{'tool':<20}{'p50':>8}{'p99':>8}{'vs floor':>10}{'vs ref':>10}")
+    stdio_times["mcp-server-sqlite"] = reference_times
+    report("stdio", stdio_times, "noop", reference_times)
+    del plain_times["noop"]
+    report("stdio*", plain_times, "noop_plain", reference_times)
+    report("http", http_times, "noop", reference_times)
+    print("stdio*: sqlenv-mcp --no-output-schemas")
+
+
+if __name__ == "__main__":
+    anyio.run(main)
