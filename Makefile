@@ -29,7 +29,7 @@ setup: $(VENV)/.base
 setup-all: $(VENV)/.all
 
 run: setup
-	$(BIN)/sqlenv play
+	$(BIN)/sqlenv-mcp --transport http
 
 test: setup-all node_modules/.package-lock.json
 	$(BIN)/ruff check .

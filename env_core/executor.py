@@ -212,8 +212,7 @@ class ReadOnlyExecutor:
             self._connection.text_factory = _decode_with_replacement
             cursor = self._connection.execute(sql)
             fetched = cursor.fetchmany(limit + 1)
-        columns = tuple(d[0] for d in cursor.description or ())
-        cursor.close()
+        columns = tuple([d[0] for d in cursor.description or ()])
         truncated = len(fetched) > limit
         rows, capped = self._cap(fetched[:limit])
         return columns, rows, truncated or capped

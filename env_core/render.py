@@ -16,9 +16,21 @@ def cell_text(cell: Cell) -> str:
     return "NULL" if cell is None else repr(cell)
 
 
+def row_text(row: tuple[Cell, ...]) -> str:
+    # cell_text inlined for the common cells: this runs for every cell shown.
+    return " | ".join(
+        [
+            (c if "|" not in c and "\n" not in c else cell_text(c))
+            if type(c) is str
+            else ("NULL" if c is None else str(c))
+            for c in row
+        ]
+    )
+
+
 def rows_text(result: QueryResult) -> str:
     lines = [" | ".join(result.columns)]
-    lines.extend([" | ".join(map(cell_text, row)) for row in result.rows])
+    lines.extend([row_text(row) for row in result.rows])
     count = len(result.rows)
     if result.truncated:
         lines.append(f"({count} rows shown; more exist: add a LIMIT/OFFSET, filter or aggregate)")

@@ -124,14 +124,14 @@ def serve(server: FastMCP, args: argparse.Namespace) -> None:
         return
     import uvicorn
 
-    log.warning("serving MCP at http://%s:%d/mcp", args.host, args.port)
+    log.warning("serving MCP at http://%s:%d/mcp (health: /healthz)", args.host, args.port)
     app = http_app(server, args.auth_token)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(name)s: %(message)s")
     try:
         server = build_server(args)
     except (SQLEnvError, ValueError) as error:
