@@ -7,6 +7,7 @@ import logging
 import shlex
 import sys
 from collections import Counter
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from env_core.catalog import Catalog, Split, question_files
@@ -73,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
         "instead of the scripted player that knows the gold SQL",
     )
     play.set_defaults(run=run_play)
+    # Other packages add commands (e.g. `sqlenv eval`) through this entry-point group, so the
+    # engine never imports them.
+    for command in entry_points(group="sqlenv.commands"):
+        command.load()(commands)
     return parser
 
 
