@@ -36,10 +36,13 @@ class ExecutorLimits:
     timeout_s: float = 2.0
     max_rows: int = 20
     max_sample_rows: int = 20
-    max_sql_chars: int = 20_000
+    max_sql_chars: int = 8_000
     max_cell_chars: int = 500
     max_result_chars: int = 64_000
-    max_value_bytes: int = 1_000_000
+    # A single SQL function call cannot be interrupted, and the cost of some (instr, replace,
+    # LIKE) grows with the product of their arguments' sizes: small values keep one call short.
+    max_value_bytes: int = 20_000
+    max_like_pattern_bytes: int = 100
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0 or self.max_rows < 1 or self.max_sql_chars < 1:
@@ -80,7 +83,10 @@ class TableSchema:
 _ALLOWED_ACTIONS = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
 )
-_DENIED_FUNCTIONS = frozenset({"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit"})
+# printf/format: SQLite 3.40's '%.*c' keeps looping past the value-size limit, uninterruptibly.
+_DENIED_FUNCTIONS = frozenset(
+    {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit", "printf", "format"}
+)
 _ACTION_NAMES = {
     getattr(sqlite3, f"SQLITE_{name}"): name.replace("_", " ")
     for name in [
@@ -93,7 +99,7 @@ _ACTION_NAMES = {
         "RECURSIVE",
     ]
 }
-_PROGRESS_OPCODES = 2_000
+_PROGRESS_OPCODES = 200
 
 
 def quote_identifier(name: str) -> str:
@@ -164,6 +170,10 @@ class ReadOnlyExecutor:
             raise QueryRejectedError(
                 f"SQL is {len(sql)} characters; the limit is {self.limits.max_sql_chars}"
             )
+        if max_rows is not None and (
+            isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1
+        ):
+            raise InvalidArgumentError("max_rows must be a whole number, at least 1")
         return self._run(sql, max_rows or self.limits.max_rows)
 
     def _harden(self) -> None:
@@ -172,6 +182,9 @@ class ReadOnlyExecutor:
         connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         connection.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, self.limits.max_sql_chars * 4)
         connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self.limits.max_value_bytes)
+        connection.setlimit(
+            sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, self.limits.max_like_pattern_bytes
+        )
         connection.set_authorizer(self._authorize)
         connection.set_progress_handler(self._past_deadline, _PROGRESS_OPCODES)
 
@@ -180,9 +193,10 @@ class ReadOnlyExecutor:
             action == sqlite3.SQLITE_FUNCTION and arg2.lower() in _DENIED_FUNCTIONS
         ):
             return sqlite3.SQLITE_OK
-        self._denied = " ".join(
-            part for part in (_ACTION_NAMES.get(action, str(action)), arg1, arg2) if part
-        )
+        if self._denied is None:  # the first refusal names what the statement tried to do
+            self._denied = " ".join(
+                part for part in (_ACTION_NAMES.get(action, str(action)), arg1, arg2) if part
+            )
         return sqlite3.SQLITE_DENY
 
     def _past_deadline(self) -> int:
@@ -212,7 +226,8 @@ class ReadOnlyExecutor:
             self._connection.text_factory = _decode_with_replacement
             cursor = self._connection.execute(sql)
             fetched = cursor.fetchmany(limit + 1)
-        columns = tuple([d[0] for d in cursor.description or ()])
+        max_cell = self.limits.max_cell_chars
+        columns = tuple([_cap_cell(d[0], max_cell) for d in cursor.description or ()])
         truncated = len(fetched) > limit
         rows, capped = self._cap(fetched[:limit])
         return columns, rows, truncated or capped
@@ -226,9 +241,13 @@ class ReadOnlyExecutor:
             if size is None:
                 row = tuple(_cap_cell(cell, max_cell) for cell in row)
                 size = _row_size(row, None)
+            if size > budget:
+                if rows:
+                    return tuple(rows), True
+                # A single row wider than the whole budget: share the budget among its cells.
+                share = max(1, budget // len(row) - 1)
+                return (tuple(_cut(cell, share) for cell in row),), True
             budget -= size
-            if budget < 0 and rows:
-                return tuple(rows), True
             rows.append(row)
         return tuple(rows), False
 
@@ -283,6 +302,12 @@ def _cap_cell(cell: Cell | bytes, max_chars: int) -> Cell:
         return f"<blob {len(cell)} bytes>"
     if type(cell) is str and len(cell) > max_chars:
         return f"{cell[:max_chars]}...[{len(cell) - max_chars} more chars]"
+    return cell
+
+
+def _cut(cell: Cell, max_chars: int) -> Cell:
+    if type(cell) is str and len(cell) > max_chars:
+        return cell[:max_chars] + "…"
     return cell
 
 
