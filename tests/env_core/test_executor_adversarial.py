@@ -26,6 +26,7 @@ from adversarial import (
     WORLD,
     Attack,
     TableArgument,
+    snapshot,
 )
 
 from env_core import errors
@@ -50,17 +51,6 @@ OUTCOME_ERRORS = {
     "failed": QueryFailedError,
     "stopped": QueryTimeoutError,
 }
-
-
-def snapshot(database_dir: Path) -> tuple[dict[str, str], frozenset[str]]:
-    """SHA-256 of every `*.sqlite` file and the set of every path under `database_dir`."""
-    paths = sorted(database_dir.rglob("*"))
-    hashes = {
-        str(path.relative_to(database_dir)): hashlib.sha256(path.read_bytes()).hexdigest()
-        for path in paths
-        if path.suffix == ".sqlite"
-    }
-    return hashes, frozenset(str(path.relative_to(database_dir)) for path in paths)
 
 
 @pytest.fixture(scope="module")

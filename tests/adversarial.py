@@ -14,13 +14,15 @@ SQL may contain ``{database_dir}`` (the Spider ``database`` directory) and ``{tm
 directory); `Attack.render` fills them. `creates` names a file (same placeholders) that must
 not exist after the attack, e.g. a VACUUM INTO target.
 
-From tests in this directory: ``from adversarial import ATTACKS``. Elsewhere, load this file
-by path (it imports nothing from the project).
+Tests import it as ``from adversarial import ATTACKS`` (``tests/`` is on the path through its
+conftest). `snapshot` fingerprints the database files so a test can prove nothing changed.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 NOT_ALLOWED = "not allowed"
@@ -260,3 +262,14 @@ TABLE_ARGUMENTS: tuple[TableArgument, ...] = (
 
 # sample(n=...) values that must be refused with InvalidArgumentError ("whole number").
 BAD_SAMPLE_SIZES: tuple[Any, ...] = (0, -1, True, False, 2.5, "3", None)
+
+
+def snapshot(database_dir: Path) -> tuple[dict[str, str], frozenset[str]]:
+    """SHA-256 of every `*.sqlite` file and the set of every path under `database_dir`."""
+    paths = sorted(database_dir.rglob("*"))
+    hashes = {
+        str(path.relative_to(database_dir)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in paths
+        if path.suffix == ".sqlite"
+    }
+    return hashes, frozenset(str(path.relative_to(database_dir)) for path in paths)

@@ -1,0 +1,72 @@
+"""Every attack of the engine's corpus, sent through a stdio MCP server: the same outcome as
+in process, the server stays up, and no database file changes."""
+
+import os
+import sys
+
+import pytest
+from adversarial import ATTACKS, snapshot
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from env_core.errors import ToolError
+from env_core.executor import ExecutorLimits, ReadOnlyExecutor
+
+pytestmark = pytest.mark.anyio
+TIMEOUT_S = 0.5
+
+
+async def test_corpus_through_mcp(spider_dir, cache_dir, tmp_path):
+    database_dir = spider_dir / "database"
+    before = snapshot(database_dir)
+    fill = {"database_dir": str(database_dir), "tmp": str(tmp_path)}
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "sqlenv_mcp",
+            "--data-dir",
+            str(spider_dir),
+            "--split",
+            "dev_without_wta_1",
+            "--cache-dir",
+            str(cache_dir),
+            "--max-steps",
+            "1000",
+            "--query-timeout",
+            str(TIMEOUT_S),
+        ],
+        env={"PATH": os.environ["PATH"]},
+    )
+    executors: dict[str, ReadOnlyExecutor] = {}
+    with (tmp_path / "server.log").open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            for db in sorted({attack.db for attack in ATTACKS}):
+                started = await client.call_tool("start_episode", {"db_id": db, "seed": 0})
+                path = database_dir / db / f"{db}.sqlite"
+                executors[db] = ReadOnlyExecutor(path, ExecutorLimits(timeout_s=TIMEOUT_S))
+                episode_id = started.structuredContent["episode_id"]
+                for attack in (a for a in ATTACKS if a.db == db):
+                    sql = attack.render(attack.sql, **fill)
+                    result = await client.call_tool("query", {"sql": sql, "episode_id": episode_id})
+                    try:
+                        executors[db].query(sql)
+                        expected_error = None
+                    except ToolError as error:
+                        expected_error = f"Error: {error}"
+                    if expected_error is None:
+                        assert not result.isError, (attack.id, result.content[0].text)
+                    else:
+                        assert result.isError, attack.id
+                        assert result.content[0].text.split("\n")[0] == expected_error, attack.id
+                healthy = await client.call_tool(
+                    "query", {"sql": "SELECT count(*) FROM sqlite_master", "episode_id": episode_id}
+                )
+                assert not healthy.isError
+    for executor in executors.values():
+        executor.close()
+    assert snapshot(database_dir) == before
