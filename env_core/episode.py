@@ -33,13 +33,18 @@ class ToolResult:
     done: bool
 
     def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, **self.structured()}
+
+    def structured(self, episode_id: str | None = None) -> dict[str, Any]:
+        """The structured form every door sends beside the text."""
+        fields = {"episode_id": episode_id} if episode_id is not None else {}
         return {
+            **fields,
             "tool": self.tool,
             "ok": self.ok,
-            "text": self.text,
-            "data": self.data,
             "reward": self.reward,
             "done": self.done,
+            "data": self.data,
         }
 
 

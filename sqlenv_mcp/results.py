@@ -53,15 +53,7 @@ def tool_result(text: str, structured: dict[str, Any], is_error: bool = False) -
 
 
 def step_result(episode_id: str, result: ToolResult) -> CallToolResult:
-    structured = {
-        "episode_id": episode_id,
-        "tool": result.tool,
-        "ok": result.ok,
-        "reward": result.reward,
-        "done": result.done,
-        "data": result.data,
-    }
-    return tool_result(result.text, structured, not result.ok)
+    return tool_result(result.text, result.structured(episode_id), not result.ok)
 
 
 def step_error(episode_id: str, tool: str, error: SQLEnvError) -> CallToolResult:

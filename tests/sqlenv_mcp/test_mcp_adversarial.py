@@ -1,13 +1,11 @@
 """Every attack of the engine's corpus, sent through a stdio MCP server: the same outcome as
 in process, the server stays up, and no database file changes."""
 
-import os
-import sys
-
 import pytest
 from adversarial import ATTACKS, snapshot
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession
 from mcp.client.stdio import stdio_client
+from mcp_processes import stdio_params
 
 from env_core.errors import ToolError
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
@@ -20,23 +18,17 @@ async def test_corpus_through_mcp(spider_dir, cache_dir, tmp_path):
     database_dir = spider_dir / "database"
     before = snapshot(database_dir)
     fill = {"database_dir": str(database_dir), "tmp": str(tmp_path)}
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "sqlenv_mcp",
-            "--data-dir",
-            str(spider_dir),
-            "--split",
-            "dev_without_wta_1",
-            "--cache-dir",
-            str(cache_dir),
-            "--max-steps",
-            "1000",
-            "--query-timeout",
-            str(TIMEOUT_S),
-        ],
-        env={"PATH": os.environ["PATH"]},
+    params = stdio_params(
+        "--data-dir",
+        str(spider_dir),
+        "--split",
+        "dev_without_wta_1",
+        "--cache-dir",
+        str(cache_dir),
+        "--max-steps",
+        "1000",
+        "--query-timeout",
+        str(TIMEOUT_S),
     )
     executors: dict[str, ReadOnlyExecutor] = {}
     with (tmp_path / "server.log").open("w") as errlog:

@@ -1,6 +1,5 @@
 """The MCP server as its own process: over stdio and over streamable HTTP on 127.0.0.1."""
 
-import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -8,9 +7,10 @@ from contextlib import asynccontextmanager
 import anyio
 import httpx
 import pytest
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp_processes import stdio_params
 
 from env_core.answers import gold_as_json
 
@@ -43,19 +43,13 @@ async def play_full_episode(client: ClientSession, catalog, question_id: str) ->
 
 
 async def test_full_episode_over_stdio(spider_dir, spider_catalog, cache_dir, tmp_path):
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=[
-            "-m",
-            "sqlenv_mcp",
-            "--data-dir",
-            str(spider_dir),
-            "--split",
-            DEV,
-            "--cache-dir",
-            str(cache_dir),
-        ],
-        env={"PATH": os.environ["PATH"]},
+    params = stdio_params(
+        "--data-dir",
+        str(spider_dir),
+        "--split",
+        DEV,
+        "--cache-dir",
+        str(cache_dir),
     )
     with (tmp_path / "stderr.log").open("w") as errlog:
         async with (
