@@ -8,14 +8,12 @@ import shlex
 import sys
 from collections import Counter
 from importlib.metadata import entry_points
-from pathlib import Path
 
 from env_core.catalog import Catalog, Split, question_files
 from env_core.demo import resolve_data_dir
 from env_core.episode import Episode, ToolResult
 from env_core.errors import SQLEnvError
-from env_core.factory import open_sessions
-from env_core.rewards import PROFILES
+from env_core.factory import add_data_arguments, add_session_arguments, sessions_from
 from env_core.scripted import play_scripted
 
 HARDNESS_ORDER = ("easy", "medium", "hard", "extra")
@@ -46,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
         "prepare",
         help="run every gold query once, cache the catalog, print kept/excluded counts",
     )
-    _add_data_options(prepare)
+    add_data_arguments(prepare)
     prepare.add_argument(
         "--split",
         action="append",
@@ -58,15 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.set_defaults(run=run_prepare)
 
     play = commands.add_parser("play", help="play one episode and print its transcript")
-    _add_data_options(play)
-    play.add_argument("--split", default="dev", help="split to draw the question from (dev)")
+    add_session_arguments(play)
     play.add_argument("--question-id", help="a question id such as dev:12")
     play.add_argument("--db-id", help="draw the question from this database only")
     play.add_argument("--seed", type=int, default=0, help="seed for the question choice (0)")
-    play.add_argument("--max-steps", type=int, default=15, help="step budget (15)")
-    play.add_argument(
-        "--reward-profile", choices=sorted(PROFILES), default="shaped", help="rewards (shaped)"
-    )
     play.add_argument(
         "--interactive",
         action="store_true",
@@ -79,18 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
     for command in entry_points(group="sqlenv.commands"):
         command.load()(commands)
     return parser
-
-
-def _add_data_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--data-dir",
-        help="Spider-format directory (default: $SQLENV_DATA_DIR, else the embedded demo)",
-    )
-    parser.add_argument(
-        "--cache-dir",
-        type=Path,
-        help="catalog cache (default: $SQLENV_CACHE_DIR or ~/.cache/sqlenv)",
-    )
 
 
 def run_prepare(args: argparse.Namespace) -> int:
@@ -126,13 +107,7 @@ def split_report(split: Split) -> str:
 
 
 def run_play(args: argparse.Namespace) -> int:
-    sessions = open_sessions(
-        args.data_dir,
-        split=args.split,
-        cache_dir=args.cache_dir,
-        max_steps=args.max_steps,
-        reward_profile=args.reward_profile,
-    )
+    sessions = sessions_from(args)
     episode = sessions.create(seed=args.seed, question_id=args.question_id, db_id=args.db_id)
     print(
         f"episode {episode.episode_id} · question {episode.question.id} "

@@ -1,13 +1,14 @@
-"""One way for every door to build its session manager from plain settings."""
+"""One way for every door to build its session manager, from settings or command-line flags."""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from env_core.catalog import Catalog
 from env_core.demo import resolve_data_dir
 from env_core.executor import ExecutorLimits
-from env_core.rewards import RewardConfig
+from env_core.rewards import PROFILES, RewardConfig
 from env_core.sessions import SessionConfig, SessionManager
 
 
@@ -40,3 +41,48 @@ def open_sessions(
         limits=limits,
     )
     return SessionManager(catalog, config)
+
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    """--data-dir and --cache-dir, the same for every command."""
+    parser.add_argument(
+        "--data-dir",
+        help="Spider-format data directory (default: $SQLENV_DATA_DIR, else the embedded demo)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        help="catalog cache (default: $SQLENV_CACHE_DIR, else ~/.cache/sqlenv)",
+    )
+
+
+def add_session_arguments(parser: argparse.ArgumentParser) -> None:
+    """The data and session flags every door's command line takes, read by `sessions_from`."""
+    add_data_arguments(parser)
+    parser.add_argument("--split", default="dev", help="question split to serve (dev)")
+    parser.add_argument("--max-steps", type=int, default=15, help="step budget per episode (15)")
+    parser.add_argument(
+        "--reward-profile", choices=sorted(PROFILES), default="shaped", help="rewards (shaped)"
+    )
+    parser.add_argument("--max-sessions", type=int, default=256, help="episodes open at once (256)")
+    parser.add_argument(
+        "--idle-ttl", type=float, default=900.0, help="seconds before an idle episode closes (900)"
+    )
+    parser.add_argument(
+        "--query-timeout", type=float, default=2.0, help="seconds a query may run (2)"
+    )
+    parser.add_argument("--max-rows", type=int, default=20, help="rows shown per query (20)")
+
+
+def sessions_from(args: argparse.Namespace) -> SessionManager:
+    return open_sessions(
+        args.data_dir,
+        split=args.split,
+        cache_dir=args.cache_dir,
+        max_steps=args.max_steps,
+        max_sessions=args.max_sessions,
+        idle_ttl_s=args.idle_ttl,
+        reward_profile=args.reward_profile,
+        query_timeout_s=args.query_timeout,
+        max_rows=args.max_rows,
+    )

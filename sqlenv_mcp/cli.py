@@ -10,8 +10,7 @@ from mcp.server.fastmcp import FastMCP
 
 from env_core.errors import SQLEnvError
 from env_core.executor import ExecutorLimits
-from env_core.factory import open_sessions
-from env_core.rewards import PROFILES
+from env_core.factory import add_session_arguments, sessions_from
 from sqlenv_mcp.explorer import UserDatabases
 from sqlenv_mcp.server import HttpSettings, build_episode_server, build_explorer_server, http_app
 
@@ -50,29 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get(TOKEN_VARIABLE),
         help=f"require 'Authorization: Bearer TOKEN' on HTTP (default: ${TOKEN_VARIABLE})",
     )
-    parser.add_argument(
-        "--data-dir",
-        help="Spider-format data directory (default: $SQLENV_DATA_DIR, else the embedded demo)",
-    )
-    parser.add_argument("--split", default="dev", help="question split to serve (dev)")
-    parser.add_argument("--cache-dir", type=Path, help="catalog cache (default ~/.cache/sqlenv)")
-    parser.add_argument("--max-steps", type=int, default=15, help="step budget per episode (15)")
-    parser.add_argument(
-        "--reward-profile", choices=sorted(PROFILES), default="shaped", help="rewards (shaped)"
-    )
-    parser.add_argument(
-        "--max-sessions", type=int, default=256, help="episodes open at once, all clients (256)"
-    )
-    parser.add_argument(
-        "--idle-ttl",
-        type=float,
-        default=900.0,
-        help="seconds before an idle episode is closed (900)",
-    )
-    parser.add_argument(
-        "--query-timeout", type=float, default=2.0, help="seconds a query may run (2)"
-    )
-    parser.add_argument("--max-rows", type=int, default=20, help="rows shown per query (20)")
+    add_session_arguments(parser)
     parser.add_argument(
         "--db",
         type=Path,
@@ -103,17 +80,7 @@ def build_server(args: argparse.Namespace) -> FastMCP:
         return build_explorer_server(
             UserDatabases.from_path(args.db, limits), http, args.output_schemas
         )
-    manager = open_sessions(
-        args.data_dir,
-        split=args.split,
-        cache_dir=args.cache_dir,
-        max_steps=args.max_steps,
-        max_sessions=args.max_sessions,
-        idle_ttl_s=args.idle_ttl,
-        reward_profile=args.reward_profile,
-        query_timeout_s=args.query_timeout,
-        max_rows=args.max_rows,
-    )
+    manager = sessions_from(args)
     manager.start_reaper()
     return build_episode_server(manager, http, args.output_schemas)
 
