@@ -32,6 +32,7 @@ run: setup
 	$(BIN)/sqlenv-mcp --transport http
 
 test: setup-all node_modules/.package-lock.json
+	scripts/install-browser.sh
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest
@@ -41,7 +42,10 @@ format: setup
 	$(BIN)/ruff format .
 
 bench: setup-all
+	$(PIP) -e '.[bench]'
 	$(BIN)/python benchmarks/bench_engine.py --data-dir ../shared/data/spider
+	$(BIN)/python benchmarks/bench_mcp.py --data-dir ../shared/data/spider
+	$(BIN)/python benchmarks/bench_openenv.py --data-dir ../shared/data/spider
 
 clean:
 	rm -rf $(VENV) build *.egg-info

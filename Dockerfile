@@ -1,0 +1,34 @@
+# The sqlenv servers in one image. By default the OpenEnv server (WebSocket /ws, HTTP, /mcp
+# JSON-RPC; /web with ENABLE_WEB_INTERFACE=true); the MCP streamable-HTTP server instead with
+#   docker run -p 8000:8000 IMAGE sqlenv-mcp --transport http --host 0.0.0.0 --port 8000
+# The embedded demo data is built in; serve Spider by mounting it:
+#   docker run -p 8000:8000 -v /path/to/spider:/data/spider:ro -e SQLENV_DATA_DIR=/data/spider IMAGE
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    SQLENV_CACHE_DIR=/home/sqlenv/cache
+
+# Hugging Face Spaces run containers as uid 1000.
+RUN useradd --create-home --uid 1000 sqlenv
+
+WORKDIR /app
+COPY pyproject.toml README.md LICENSE ./
+COPY env_core ./env_core
+COPY sqlenv_mcp ./sqlenv_mcp
+COPY adapters ./adapters
+# The project itself, from this tree; its dependencies are bounded in pyproject.toml.
+# hadolint ignore=DL3013
+RUN pip install --no-cache-dir ".[mcp,openenv]"
+
+USER 1000
+# Build the demo databases and their answer keys now, so the first start is warm.
+RUN python -c "from env_core.factory import open_sessions; open_sessions().shutdown()"
+
+EXPOSE 8000
+# /health is the OpenEnv server's, /healthz the MCP server's: either command passes.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+    CMD ["python", "-c", "import sys, urllib.request as r\nfor path in ('/health', '/healthz'):\n    try:\n        r.urlopen('http://127.0.0.1:8000' + path, timeout=4)\n        sys.exit(0)\n    except OSError:\n        pass\nsys.exit(1)"]
+CMD ["python", "-m", "adapters.openenv.server", "--host", "0.0.0.0", "--port", "8000"]

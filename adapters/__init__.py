@@ -1,0 +1,1 @@
+"""Doors onto the engine for other frameworks: OpenEnv and TRL."""

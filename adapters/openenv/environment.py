@@ -1,0 +1,185 @@
+"""The OpenEnv environment: each OpenEnv session holds one engine episode at a time.
+
+The tools are answered by the engine directly rather than through an in-process MCP server:
+the list and the schemas come from `env_core.tools.TOOLS` as the MCP door's do, a step costs no
+MCP round trip, and OpenEnv's `/mcp` JSON-RPC route then goes through `step` too, so its calls
+are rewarded and counted like WebSocket steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from openenv.core.env_server.interfaces import Environment
+from openenv.core.env_server.mcp_types import (
+    CallToolAction,
+    CallToolObservation,
+    ListToolsAction,
+    ListToolsObservation,
+    ToolError,
+    ToolErrorType,
+)
+from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation
+
+from adapters.openenv.models import (
+    EpisodeObservation,
+    SQLState,
+    error_data,
+    tool_call_result,
+    tool_list,
+)
+from adapters.openenv.web import observation_html
+from env_core.episode import Episode
+from env_core.errors import SQLEnvError, error_kind
+from env_core.sessions import SessionManager
+from env_core.tools import TOOLS_BY_NAME
+
+RESET_OPTIONS = ("seed", "episode_id", "question_id", "db_id", "split")
+CLOSED_MESSAGE = (
+    "this session is closed (it was idle longer than the server's session timeout, or the "
+    "server is shutting down); connect again and reset"
+)
+
+
+class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
+    SUPPORTS_CONCURRENT_SESSIONS = True
+    # Only construction and close run on a session's executor (resets and steps go to a shared
+    # worker pool below), so one executor thread can serve every session instead of one each.
+    REQUIRES_SINGLE_THREAD_EXECUTOR = True
+
+    def __init__(self, manager: SessionManager) -> None:
+        super().__init__()
+        self._manager = manager
+        self._episode: Episode | None = None
+        self._closed = False
+
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        question_id: str | None = None,
+        db_id: str | None = None,
+        split: str | None = None,
+        **unknown: Any,
+    ) -> EpisodeObservation:
+        """Start an episode; the question is chosen exactly as `SessionManager.create` does."""
+        if self._closed:
+            return _reset_error("session_closed", CLOSED_MESSAGE)
+        if unknown:
+            return _reset_error(
+                "invalid_argument",
+                f"reset does not take {', '.join(sorted(unknown))}; "
+                f"it takes: {', '.join(RESET_OPTIONS)}",
+            )
+        self._end_episode()
+        try:
+            self._episode = self._manager.create(
+                seed=seed, question_id=question_id, db_id=db_id, split=split, episode_id=episode_id
+            )
+        except SQLEnvError as error:
+            return _reset_error(**error_data(error))
+        return EpisodeObservation(**self._episode.start.to_dict())
+
+    def step(
+        self, action: Action, timeout_s: float | None = None, **kwargs: Any
+    ) -> ListToolsObservation | CallToolObservation:
+        if isinstance(action, ListToolsAction):
+            return ListToolsObservation(tools=tool_list())
+        if not isinstance(action, CallToolAction):
+            raise TypeError(f"expected ListToolsAction or CallToolAction, got {type(action)}")
+        name = action.tool_name
+        if name not in TOOLS_BY_NAME:
+            return _call_error(
+                name,
+                ToolErrorType.TOOL_NOT_FOUND,
+                f"unknown tool {name!r}; tools are: {', '.join(TOOLS_BY_NAME)}",
+                done=False,
+            )
+        episode = self._episode
+        if episode is None:
+            message = CLOSED_MESSAGE if self._closed else "no episode is running: call reset first"
+            return _call_error(name, ToolErrorType.EXECUTION_ERROR, message, done=True)
+        try:
+            result = self._manager.step(episode.episode_id, name, action.arguments)
+        except SQLEnvError as error:
+            return _call_error(
+                name, ToolErrorType.EXECUTION_ERROR, str(error), done=True, kind=error_kind(error)
+            )
+        return CallToolObservation(
+            tool_name=name,
+            result=tool_call_result(episode.episode_id, result),
+            reward=result.reward,
+            done=result.done,
+            metadata={"budget_left": episode.budget_left, "total_reward": episode.total_reward},
+        )
+
+    # The server awaits these on its event loop: SQLite work (up to the query deadline) goes to
+    # a worker thread so one slow query never stalls the other sessions.
+    async def reset_async(
+        self, seed: int | None = None, episode_id: str | None = None, **options: Any
+    ) -> EpisodeObservation:
+        return await anyio.to_thread.run_sync(
+            lambda: self.reset(seed=seed, episode_id=episode_id, **options)
+        )
+
+    async def step_async(
+        self, action: Action, timeout_s: float | None = None, **kwargs: Any
+    ) -> ListToolsObservation | CallToolObservation:
+        return await anyio.to_thread.run_sync(lambda: self.step(action))
+
+    @property
+    def state(self) -> SQLState:
+        episode = self._episode
+        if episode is None:
+            return SQLState()
+        return SQLState(
+            episode_id=episode.episode_id,
+            step_count=episode.steps_used,
+            budget_left=episode.budget_left,
+            db_id=episode.question.db_id,
+            question=episode.question.text,
+            question_id=episode.question.id,
+            done=episode.done,
+            total_reward=episode.total_reward,
+        )
+
+    def get_metadata(self) -> EnvironmentMetadata:
+        return EnvironmentMetadata(
+            name="sqlenv",
+            description="Answer a question about a SQLite database whose schema is hidden, "
+            "exploring it with describe, sample and query, then answer; rewarded for the "
+            "right answer.",
+            version="0.1.0",
+        )
+
+    def render_web(self, observation: dict[str, Any]) -> str | None:
+        return observation_html(observation)
+
+    def close(self) -> None:
+        self._closed = True
+        self._end_episode()
+
+    def _end_episode(self) -> None:
+        if self._episode is not None:
+            self._manager.close(self._episode.episode_id)
+            self._episode = None
+
+
+def _reset_error(error: str, message: str) -> EpisodeObservation:
+    return EpisodeObservation(
+        text=f"Error: {message}", error={"error": error, "message": message}, done=True
+    )
+
+
+def _call_error(
+    tool: str, error_type: ToolErrorType, message: str, *, done: bool, kind: str | None = None
+) -> CallToolObservation:
+    """An OpenEnv tool error for a call the episode cannot take; it spends no step."""
+    return CallToolObservation(
+        tool_name=tool,
+        error=ToolError(error_type=error_type, message=message),
+        reward=0.0,
+        done=done,
+        metadata={"error": kind or error_type.value},
+    )

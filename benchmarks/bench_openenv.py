@@ -1,0 +1,271 @@
+"""OpenEnv door: WebSocket step latency against the framework floor, and a concurrency sweep.
+
+The floor is a no-op environment served by the same `create_app`, with the same concurrency
+settings and the same observation shapes: what OpenEnv itself costs per step (WebSocket frame,
+JSON, pydantic validation and serialisation). Both servers run as uvicorn subprocesses on
+127.0.0.1 and one client process drives them, so client and server share the machine's cores.
+
+1. Latency: one typed client per server, the same calls interleaved (describe, sample, query
+   on Spider's concert_singer), p50/p99 per tool and the ratio ours / floor.
+2. Sweep: N sessions at once (64, 256, 1024), each connecting, resetting, then (when all have
+   reset) making 10 steps, the last an answer. Success rate, p99 step latency, and the
+   server's RSS growth per open session, measured while all N sessions hold an episode.
+
+    python benchmarks/bench_openenv.py --data-dir ../shared/data/spider
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import psutil
+
+from adapters.openenv.client import SQLEnvClient
+
+QUESTION = "dev_without_wta_1:1"  # concert_singer: names, countries and ages of singers
+LATENCY_CALLS = {
+    "describe": {"table": "singer"},
+    "sample": {"table": "singer", "n": 5},
+    "query": {"sql": "SELECT name, country, age FROM singer ORDER BY age DESC"},
+}
+EPISODE_STEPS = 10
+
+
+def serve_floor(port: int, max_sessions: int) -> None:
+    """Serve the no-op environment (run in a subprocess of this script)."""
+    import uvicorn
+    from openenv.core.env_server.http_server import create_app
+    from openenv.core.env_server.interfaces import Environment
+    from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
+    from openenv.core.env_server.types import ConcurrencyConfig
+
+    from adapters.openenv.models import EpisodeObservation, SQLState
+
+    class NoopEnvironment(Environment):
+        SUPPORTS_CONCURRENT_SESSIONS = True
+        REQUIRES_SINGLE_THREAD_EXECUTOR = True
+
+        def reset(self, seed=None, episode_id=None, **options: Any) -> EpisodeObservation:
+            return EpisodeObservation(text="noop", episode_id="noop", tables=["t"], budget=15)
+
+        def step(self, action, timeout_s=None, **kwargs: Any) -> CallToolObservation:
+            structured = {"episode_id": "noop", "tool": action.tool_name, "ok": True}
+            result = {
+                "content": [{"type": "text", "text": "ok"}],
+                "structured_content": {**structured, "reward": 0.0, "done": False, "data": {}},
+                "is_error": False,
+            }
+            done = action.tool_name == "answer"
+            return CallToolObservation(
+                tool_name=action.tool_name, result=result, reward=0.0, done=done
+            )
+
+        async def reset_async(self, seed=None, episode_id=None, **options: Any):
+            return self.reset()
+
+        async def step_async(self, action, timeout_s=None, **kwargs: Any):
+            return self.step(action)
+
+        @property
+        def state(self) -> SQLState:
+            return SQLState()
+
+    app = create_app(
+        NoopEnvironment,
+        CallToolAction,
+        CallToolObservation,
+        env_name="noop",
+        concurrency_config=ConcurrencyConfig(
+            max_concurrent_envs=max_sessions, session_timeout=900.0
+        ),
+        state_cls=SQLState,
+    )
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    pid: int
+
+    def rss(self) -> int:
+        return psutil.Process(self.pid).memory_info().rss
+
+
+@contextmanager
+def running(command: list[str]) -> Iterator[Server]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([*command, "--port", str(port)])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(f"{url}/health", timeout=1).raise_for_status()
+                break
+            except httpx.HTTPError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"server did not start: {command}") from None
+                time.sleep(0.2)
+        yield Server(url, process.pid)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def ours(args: argparse.Namespace, sessions: int, max_steps: int = 15) -> list[str]:
+    return [
+        *(sys.executable, "-m", "adapters.openenv.server", "--data-dir", args.data_dir),
+        *("--split", args.split, "--max-sessions", str(sessions)),
+        *("--max-steps", str(max_steps)),
+    ]
+
+
+def floor(sessions: int) -> list[str]:
+    return [sys.executable, __file__, "--serve-floor", "--max-sessions", str(sessions)]
+
+
+def percentile(samples: list[float], q: int) -> float:
+    return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
+
+
+def client(url: str) -> SQLEnvClient:
+    return SQLEnvClient(base_url=url, connect_timeout_s=120, message_timeout_s=120)
+
+
+async def measure_latency(floor_url: str, ours_url: str, rounds: int) -> dict[str, list[float]]:
+    timings: dict[str, list[float]] = defaultdict(list)
+    async with client(floor_url) as floor_env, client(ours_url) as our_env:
+        await floor_env.reset()
+        await our_env.reset(question_id=QUESTION)
+        for _ in range(rounds):
+            for tool, arguments in LATENCY_CALLS.items():
+                for name, env in (("floor", floor_env), ("ours", our_env)):
+                    started = time.perf_counter()
+                    result = await env.call(tool, **arguments)
+                    timings[f"{name} {tool}"].append((time.perf_counter() - started) * 1000)
+                    if not result.observation.ok:
+                        raise RuntimeError(f"{name} {tool} failed: {result.observation.text}")
+    return timings
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    success_rate: float
+    p99_ms: float
+    rss_kib_per_session: float
+    steps_per_s: float
+
+
+async def sweep(server: Server, sessions: int) -> SweepResult:
+    baseline = server.rss()
+    all_reset = asyncio.Event()
+    ready = 0
+    step_ms: list[float] = []
+
+    async def episode(seed: int) -> bool:
+        nonlocal ready
+        async with client(server.url) as env:
+            start = await env.reset(seed=seed)
+            tables = start.observation.data["tables"]
+            ready += 1
+            if ready == sessions:
+                all_reset.set()
+            await all_reset.wait()
+            for step in range(EPISODE_STEPS):
+                table = tables[step % len(tables)]
+                tool, arguments = [
+                    ("describe", {"table": table}),
+                    ("sample", {"table": table, "n": 3}),
+                    ("query", {"sql": f'SELECT count(*) FROM "{table}"'}),
+                ][step % 3]
+                if step == EPISODE_STEPS - 1:
+                    tool, arguments = "answer", {"value": "0"}
+                started = time.perf_counter()
+                result = await env.call(tool, **arguments)
+                step_ms.append((time.perf_counter() - started) * 1000)
+            return result.done
+
+    async def measured(seed: int) -> bool:
+        try:
+            return await episode(seed)
+        except Exception:  # a refused or dropped session counts as a failure
+            return False
+
+    tasks = [asyncio.create_task(measured(seed)) for seed in range(sessions)]
+    await asyncio.wait_for(all_reset.wait(), timeout=300)
+    held = server.rss()
+    started = time.perf_counter()
+    outcomes = await asyncio.gather(*tasks)
+    elapsed = time.perf_counter() - started
+    return SweepResult(
+        success_rate=sum(outcomes) / sessions,
+        p99_ms=percentile(step_ms, 99),
+        rss_kib_per_session=(held - baseline) / sessions / 1024,
+        steps_per_s=len(step_ms) / elapsed,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default="../shared/data/spider")
+    parser.add_argument("--split", default="dev_without_wta_1")
+    parser.add_argument("--rounds", type=int, default=1000)
+    parser.add_argument("--sweep", default="64,256,1024", help="session counts")
+    parser.add_argument("--serve-floor", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--max-sessions", type=int, default=64, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_floor:
+        serve_floor(args.port, args.max_sessions)
+        return
+
+    with running(floor(4)) as floor_server, running(ours(args, 4, 10**9)) as our_server:
+        timings = asyncio.run(measure_latency(floor_server.url, our_server.url, args.rounds))
+    print(f"WebSocket step latency, ms ({args.rounds} calls each, interleaved)")
+    print(
+        f"{'tool':<10}{'floor p50':>10}{'p99':>8}{'ours p50':>10}{'p99':>8}{'p50 x':>8}{'p99 x':>8}"
+    )
+    for tool in LATENCY_CALLS:
+        f, o = timings[f"floor {tool}"], timings[f"ours {tool}"]
+        f50, f99, o50, o99 = (percentile(s, q) for s in (f, o) for q in (50, 99))
+        print(f"{tool:<10}{f50:>10.3f}{f99:>8.3f}{o50:>10.3f}{o99:>8.3f}", end="")
+        print(f"{o50 / f50:>7.2f}x{o99 / f99:>7.2f}x")
+
+    print(f"\nConcurrency sweep: N sessions, each reset + {EPISODE_STEPS} steps")
+    header = f"{'N':>6}  {'server':<6}{'success':>9}{'p99 ms':>9}{'KiB/sess':>10}{'steps/s':>9}"
+    print(header)
+    for sessions in (int(n) for n in args.sweep.split(",")):
+        results = {}
+        for name, command in (("floor", floor(sessions)), ("ours", ours(args, sessions))):
+            with running(command) as server:
+                results[name] = asyncio.run(sweep(server, sessions))
+            r = results[name]
+            print(
+                f"{sessions:>6}  {name:<6}{r.success_rate:>9.1%}{r.p99_ms:>9.1f}"
+                f"{r.rss_kib_per_session:>10.0f}{r.steps_per_s:>9.0f}"
+            )
+        f, o = results["floor"], results["ours"]
+        print(
+            f"{sessions:>6}  {'ratio':<6}{'':>9}{o.p99_ms / f.p99_ms:>8.2f}x"
+            f"{o.rss_kib_per_session / f.rss_kib_per_session:>9.2f}x"
+            f"{o.steps_per_s / f.steps_per_s:>8.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()
