@@ -210,7 +210,7 @@ def _prepare(
 ) -> tuple[tuple[Question, ...], tuple[Exclusion, ...]]:
     questions: list[Question] = []
     excluded: list[Exclusion] = []
-    executors: dict[str, ReadOnlyExecutor | None] = {}
+    executors: dict[str, ReadOnlyExecutor | tuple[str, str]] = {}
     try:
         for index, record in enumerate(records):
             question_id, db_id = f"{split}:{index}", record["db_id"]
@@ -220,29 +220,34 @@ def _prepare(
             (questions if isinstance(outcome, Question) else excluded).append(outcome)
     finally:
         for executor in executors.values():
-            if executor is not None:
+            if isinstance(executor, ReadOnlyExecutor):
                 executor.close()
     return tuple(questions), tuple(excluded)
 
 
-def _open_database(data_dir: Path, db_id: str, limits: ExecutorLimits) -> ReadOnlyExecutor | None:
+def _open_database(
+    data_dir: Path, db_id: str, limits: ExecutorLimits
+) -> ReadOnlyExecutor | tuple[str, str]:
+    """An executor on the database, or the exclusion reason and detail when there is none."""
     path = database_path(data_dir, db_id)
+    if not path.is_file():
+        return "database missing", f"no file database/{db_id}/{db_id}.sqlite"
     try:
         return ReadOnlyExecutor(path, limits)
-    except DataError:
-        return None
+    except DataError as error:
+        return "database unreadable", str(error)
 
 
 def _grade_gold(
-    executor: ReadOnlyExecutor | None, question_id: str, split: str, record: dict
+    executor: ReadOnlyExecutor | tuple[str, str], question_id: str, split: str, record: dict
 ) -> Question | Exclusion:
     db_id, sql = record["db_id"], record["query"]
 
     def exclude(reason: str, detail: str) -> Exclusion:
         return Exclusion(question_id, db_id, reason, detail)
 
-    if executor is None:
-        return exclude("database missing", f"no readable database/{db_id}/{db_id}.sqlite")
+    if not isinstance(executor, ReadOnlyExecutor):
+        return exclude(*executor)
     try:
         result = executor.query(sql, max_rows=MAX_GOLD_ROWS)
     except ToolError as error:

@@ -29,7 +29,11 @@ def tiny_data_dir(tmp_path):
         ("shop", "Notes?", "SELECT note FROM item LIMIT 5"),
         ("shop", "All names?", "SELECT name FROM item"),
         ("gone", "Anything?", "SELECT 1"),
+        ("broken", "Anything?", "SELECT 1"),
     ]
+    broken = tmp_path / "data" / "database" / "broken" / "broken.sqlite"
+    broken.parent.mkdir()
+    broken.write_bytes(b"this is not a SQLite file" * 100)
     records = [{"db_id": d, "question": q, "query": s} for d, q, s in questions]
     (tmp_path / "data" / "dev.json").write_text(json.dumps(records))
     return tmp_path / "data"
@@ -45,6 +49,7 @@ def test_every_question_is_kept_or_excluded_with_a_reason(tiny_data_dir, tmp_pat
         "dev:4": "gold all NULL",
         "dev:5": "gold too large",
         "dev:6": "database missing",
+        "dev:7": "database unreadable",
     }
     count, cheapest = split.questions
     assert (count.kind, count.gold.rows, count.hardness) == ("scalar", ((150,),), "easy")
