@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
@@ -13,9 +14,11 @@ from typing import Any
 from env_core.answers import AnswerChecker
 from env_core.catalog import Catalog, Question
 from env_core.episode import Episode, ToolResult
-from env_core.errors import CapacityError, InvalidArgumentError, UnknownEpisodeError
+from env_core.errors import CapacityError, DataError, InvalidArgumentError, UnknownEpisodeError
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
 from env_core.rewards import RewardConfig
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -100,9 +103,7 @@ class SessionManager:
                     f"all {self.config.max_sessions} episode slots are in use; end an episode "
                     "or retry after idle ones expire"
                 )
-            executor = ReadOnlyExecutor(
-                self.catalog.database_path(question.db_id), self.config.limits
-            )
+            executor = self._open_executor(question)
             episode = Episode.open(
                 episode_id,
                 question,
@@ -115,6 +116,18 @@ class SessionManager:
             self._episodes[episode_id] = episode
             self._counts["created"] += 1
         return episode
+
+    def _open_executor(self, question: Question) -> ReadOnlyExecutor:
+        path = self.catalog.database_path(question.db_id)
+        try:
+            return ReadOnlyExecutor(path, self.config.limits)
+        except DataError as error:
+            # The file changed since the catalog was prepared: say so without server paths.
+            log.error("cannot open the database of %s: %s", question.id, error)
+            raise DataError(
+                f"the database {question.db_id!r} cannot be opened right now; "
+                "start an episode on another question or database"
+            ) from error
 
     def get(self, episode_id: str) -> Episode:
         with self._lock:

@@ -148,3 +148,20 @@ def test_eight_threads_two_hundred_episodes_each_without_cross_talk(spider_catal
     assert failures == []
     stats = sessions.stats()
     assert (stats.active, stats.created, stats.closed, stats.steps) == (0, 1600, 1600, 3200)
+
+
+def test_a_database_broken_after_loading_fails_clearly_and_alone(tmp_path):
+    from env_core.catalog import Catalog
+    from env_core.demo import demo_data_dir
+    from env_core.errors import DataError
+
+    data_dir = demo_data_dir(tmp_path)
+    sessions = SessionManager(Catalog.load(data_dir, ["dev"], cache_dir=tmp_path))
+    (data_dir / "database" / "farm_shop" / "farm_shop.sqlite").write_bytes(b"corrupted" * 500)
+    with pytest.raises(DataError, match="'farm_shop' cannot be opened right now") as raised:
+        sessions.create(db_id="farm_shop", seed=1)
+    assert str(tmp_path) not in str(raised.value)
+    assert sessions.stats().active == 0
+    working = sessions.create(db_id="city_library", seed=1)
+    assert working.call("query", {"sql": "SELECT count(*) FROM books"}).ok
+    sessions.shutdown()
