@@ -125,17 +125,33 @@ class Episode:
         arguments = dict(arguments or {})
         with self._lock:
             if self.done:
-                how = "was answered" if self.correct is not None else "ran out of steps"
                 raise EpisodeFinishedError(
-                    f"episode {self.episode_id} has ended ({how}); start a new episode"
+                    f"episode {self.episode_id} has ended ({self._ending()}); start a new episode"
                 )
             result = self._run(tool, arguments)
             self.history.append(Step(tool, arguments, result))
             self.total_reward = round(self.total_reward + result.reward, 6)
             return result
 
+    def abandon(self) -> float:
+        """End an unfinished episode without an answer, booking the wrong-answer terminal
+        reward (and, in the `potential` profile, the exploration refund); returns that reward.
+        Nothing happens to an episode that has already ended."""
+        with self._lock:
+            if self.done:
+                return 0.0
+            reward = round(self.rewards.terminal(correct=False), 6)
+            self.done = True
+            self.total_reward = round(self.total_reward + reward, 6)
+            return reward
+
     def close(self) -> None:
         self.executor.close()
+
+    def _ending(self) -> str:
+        if self.correct is not None:
+            return "was answered"
+        return "ran out of steps" if self.budget_left == 0 else "was abandoned"
 
     def _run(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         call_key = repr(sorted(arguments.items()))

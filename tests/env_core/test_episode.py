@@ -118,3 +118,16 @@ def test_scripted_player_answers_correctly(episode):
     play_scripted(episode)
     assert episode.correct is True
     assert [step.tool for step in episode.history] == ["describe", "query", "answer"]
+
+
+def test_abandoning_books_the_wrong_answer_reward_once(spider_catalog):
+    config = SessionConfig(split=DEV, rewards=RewardConfig.profile("potential"))
+    episode = SessionManager(spider_catalog, config).create(question_id=SINGER_COUNT)
+    episode.call("describe", {"table": "singer"})
+    episode.call("query", {"sql": "SELECT count(*) FROM singer"})
+    assert episode.total_reward == pytest.approx(0.05)
+    assert episode.abandon() == pytest.approx(-0.05)
+    assert episode.total_reward == 0.0 and episode.done and episode.correct is None
+    assert episode.abandon() == 0.0
+    with pytest.raises(EpisodeFinishedError, match="was abandoned"):
+        episode.call("answer", {"value": "6"})
