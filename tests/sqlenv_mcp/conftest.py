@@ -22,8 +22,9 @@ def manager(spider_catalog):
 def http_server(spider_dir, cache_dir):
     servers: list[RunningServer] = []
 
-    def start(*args: str) -> RunningServer:
-        server = RunningServer(["--data-dir", str(spider_dir), "--split", DEV, *args], cache_dir)
+    def start(*args: str, port: int | None = None) -> RunningServer:
+        data = ["--data-dir", str(spider_dir), "--split", DEV]
+        server = RunningServer([*data, *args], cache_dir, port)
         servers.append(server)
         return server
 

@@ -33,8 +33,8 @@ def stdio_params(*args: str) -> StdioServerParameters:
 class RunningServer:
     """A `sqlenv-mcp --transport http` process on 127.0.0.1, stopped when the test ends."""
 
-    def __init__(self, args: list[str], cache_dir: Path) -> None:
-        self.port = free_port()
+    def __init__(self, args: list[str], cache_dir: Path, port: int | None = None) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = server_command(
             "--transport", "http", "--port", str(self.port), "--cache-dir", str(cache_dir), *args
