@@ -5,7 +5,8 @@ Spider dev; N clients (lean JSON-RPC over one shared httpx pool, not the SDK cli
 load generator stays cheap) each initialise a session, start an episode, make 9 more tool calls
 (describe, sample, queries, answer) and end the session. Prints success rate, p50/p99 step
 latency, throughput and the server's resident memory per session, then the knee: the first
-count where p99 exceeds 1 s or success drops below 99.9%.
+count where p99 exceeds 1 s or success drops below 99.9%. With --runaway, one more session
+keeps sending a query that would run forever, to show the others' latency while it is cut.
 
     python benchmarks/load_mcp.py --data-dir ../shared/data/spider --sessions 64 256 1000
 """
@@ -83,6 +84,24 @@ class Session:
         await self.client.delete(self.url, headers=self.headers)
 
 
+RUNAWAY_SQL = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
+
+
+async def run_away(session: Session, stop: asyncio.Event, took_ms: list[float]) -> None:
+    """Keep sending a query that would run forever; each is cut at the server's deadline."""
+    await session.open()
+    await session.call("start_episode", {"seed": 0})
+    while not stop.is_set():
+        started = time.perf_counter()
+        result = await session.call("query", {"sql": RUNAWAY_SQL})
+        if "time limit" not in result["content"][0]["text"]:
+            raise RuntimeError(f"the runaway query was not cut: {result}")
+        took_ms.append((time.perf_counter() - started) * 1000)
+        await session.call("end_episode", {})
+        await session.call("start_episode", {"seed": 0})
+    await session.close()
+
+
 async def play(session: Session, seed: int) -> None:
     await session.open()
     start = await session.call("start_episode", {"seed": seed})
@@ -138,7 +157,14 @@ async def run_level(args: argparse.Namespace, sessions: int) -> dict:
         peak_rss = idle_rss
         tally = Tally()
         limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
+        runaway_ms: list[float] = []
+        stop = asyncio.Event()
         async with httpx.AsyncClient(limits=limits, timeout=args.timeout) as client:
+            runaway = asyncio.create_task(
+                run_away(Session(client, f"{base}/mcp", Tally()), stop, runaway_ms)
+                if args.runaway
+                else asyncio.sleep(0)
+            )
             started = time.perf_counter()
             tasks = [
                 asyncio.create_task(play(Session(client, f"{base}/mcp", tally), seed))
@@ -149,6 +175,8 @@ async def run_level(args: argparse.Namespace, sessions: int) -> dict:
                 await asyncio.sleep(0.2)
             elapsed = time.perf_counter() - started
             failed_sessions = sum(1 for task in tasks if task.exception() is not None)
+            stop.set()
+            await runaway
         latencies = tally.latencies_ms
         return {
             "sessions": sessions,
@@ -160,6 +188,7 @@ async def run_level(args: argparse.Namespace, sessions: int) -> dict:
             "throughput": tally.steps_ok / elapsed,
             "rss_per_session": (peak_rss - idle_rss) / sessions,
             "errors": tally.errors[:3],
+            "runaway_ms": runaway_ms,
         }
     finally:
         server.terminate()
@@ -172,6 +201,11 @@ async def main() -> None:
     parser.add_argument("--split", default="dev_without_wta_1")
     parser.add_argument("--sessions", type=int, nargs="+", default=[64, 256, 1000])
     parser.add_argument("--timeout", type=float, default=120.0, help="per request, seconds")
+    parser.add_argument(
+        "--runaway",
+        action="store_true",
+        help="one more session keeps sending a query that would run forever",
+    )
     args = parser.parse_args()
     print(
         f"{'sessions':>9}{'success':>10}{'p50 ms':>9}{'p99 ms':>10}{'steps/s':>9}"
@@ -186,6 +220,12 @@ async def main() -> None:
         )
         for error in level["errors"]:
             print(f"    e.g. {error}")
+        if level["runaway_ms"]:
+            cut = level["runaway_ms"]
+            print(
+                f"    runaway queries: {len(cut)} cut at the deadline after "
+                f"{min(cut):.0f}-{max(cut):.0f} ms"
+            )
         if knee is None and (level["p99"] > 1000 or level["success"] < 0.999):
             knee = sessions
     print(f"knee (p99 > 1 s or success < 99.9%): {knee or 'not reached'}")

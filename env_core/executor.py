@@ -99,6 +99,8 @@ _ACTION_NAMES = {
         "RECURSIVE",
     ]
 }
+# SQLite checks the deadline only at loop jumps once this many opcodes have run: a large value
+# lets a short but slow statement (a row of costly function calls) finish past its deadline.
 _PROGRESS_OPCODES = 200
 
 
