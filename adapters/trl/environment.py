@@ -1,0 +1,160 @@
+"""`SQLEnvTRL`: the environment class TRL's `GRPOTrainer(environment_factory=...)` instantiates.
+
+TRL exposes every public function of the class as a tool, renders its Google-style docstring
+as the tool's JSON schema, and calls `reset(**row)` with each dataset row before a rollout.
+The docstrings are written from `env_core.tools.TOOLS`, so the model reads the same
+descriptions as an MCP or OpenEnv agent, and each tool returns the engine's text unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from env_core.episode import Episode
+from env_core.errors import SQLEnvError
+from env_core.factory import open_sessions
+from env_core.sessions import SessionManager
+from env_core.tools import ANSWER, DESCRIBE, QUERY, SAMPLE, ToolSpec
+
+
+def _documented_by(spec: ToolSpec) -> Callable[[Callable[..., str]], Callable[..., str]]:
+    """Give a tool method the Google-style docstring of its engine tool."""
+
+    def document(method: Callable[..., str]) -> Callable[..., str]:
+        args = "".join(f"    {name}: {text}\n" for name, text in spec.arg_descriptions.items())
+        method.__doc__ = f"{spec.description}\n\nArgs:\n{args}"
+        return method
+
+    return document
+
+
+@functools.cache
+def _default_manager() -> SessionManager:
+    # Used when TRL is given the bare class: $SQLENV_DATA_DIR, else the embedded demo.
+    return open_sessions()
+
+
+class SQLEnvTRL:
+    """One rollout's episode. TRL reuses instances across steps; `reset` starts each episode."""
+
+    def __init__(self, manager: SessionManager | None = None) -> None:
+        self._manager = manager or _default_manager()
+        self._episode: Episode | None = None
+
+    @property
+    def episode(self) -> Episode | None:
+        """The engine episode of the current rollout (a property, so TRL does not expose it)."""
+        return self._episode
+
+    def reset(
+        self,
+        question_id: str | None = None,
+        db_id: str | None = None,
+        seed: int | None = None,
+        split: str | None = None,
+        **_row: Any,
+    ) -> str:
+        """Start the episode a dataset row names and return the engine's opening text.
+
+        TRL appends the returned text to the prompt's last message with no separator, so
+        the prompts built by `training.datasets` end with a blank line. Other columns of the
+        row (`prompt`, ...) are ignored.
+        """
+        self._end_episode()
+        self._episode = self._manager.create(
+            seed=seed, question_id=question_id, db_id=db_id, split=split
+        )
+        return self._episode.start.text
+
+    @_documented_by(DESCRIBE)
+    def describe(self, table: str) -> str:
+        return self._call("describe", {"table": table})
+
+    @_documented_by(SAMPLE)
+    def sample(self, table: str, n: int = 5) -> str:
+        return self._call("sample", {"table": table, "n": n})
+
+    @_documented_by(QUERY)
+    def query(self, sql: str) -> str:
+        return self._call("query", {"sql": sql})
+
+    @_documented_by(ANSWER)
+    def answer(self, value: str) -> str:
+        return self._call("answer", {"value": value})
+
+    def get_reward(self) -> float:
+        """The episode's total reward, as the engine computed it (0 before any reset).
+
+        TRL asks once the rollout is over: an episode left unanswered is ended here with the
+        wrong-answer reward (and, in the `potential` profile, the exploration refund).
+        """
+        if self._episode is None:
+            return 0.0
+        self._episode.abandon()
+        return self._episode.total_reward
+
+    def _call(self, tool: str, arguments: dict[str, Any]) -> str:
+        if self._episode is None:
+            return "Error: no episode is running; the trainer calls reset first"
+        try:
+            return self._manager.step(self._episode.episode_id, tool, arguments).text
+        except SQLEnvError as error:  # e.g. a call after `answer` ended the episode
+            return f"Error: {error}"
+
+    def _end_episode(self) -> None:
+        if self._episode is not None:
+            self._manager.close(self._episode.episode_id)
+            self._episode = None
+
+
+def tool_methods(environment: SQLEnvTRL) -> list[Callable[..., str]]:
+    """The methods `GRPOTrainer` exposes as tools, in the order it lists them in the prompt.
+
+    This is TRL's rule (every public function of the class but `reset` and `get_reward`, in
+    `inspect.getmembers` order, i.e. alphabetical); SFT data must render the same list.
+    """
+    return [
+        getattr(environment, name)
+        for name, _ in inspect.getmembers(type(environment), inspect.isfunction)
+        if name not in ("reset", "get_reward") and not name.startswith("_")
+    ]
+
+
+def episode_reward(environments: list[SQLEnvTRL], **_kwargs: Any) -> list[float]:
+    """The engine's episode reward of each rollout, as a TRL reward function.
+
+    `GRPOTrainer` already adds `SQLEnvTRL.get_reward` as a reward column of weight 1; this
+    function is for scoring rollouts elsewhere (a custom trainer, an evaluation loop). Passing
+    it in `reward_funcs` as well would count the episode reward twice.
+    """
+    return [environment.get_reward() for environment in environments]
+
+
+def environment_factory(manager: SessionManager) -> Callable[[], SQLEnvTRL]:
+    """A zero-argument factory for TRL whose instances share `manager`."""
+    return functools.partial(SQLEnvTRL, manager)
+
+
+def open_environment_factory(
+    data_dir: str | None = None,
+    *,
+    split: str = "dev",
+    max_steps: int = 15,
+    reward_profile: str = "shaped",
+    max_sessions: int = 1024,
+    **session_options: Any,
+) -> Callable[[], SQLEnvTRL]:
+    """Open a session manager over `data_dir` (default: $SQLENV_DATA_DIR, else the demo) and
+    return a factory bound to it; `session_options` go to `env_core.factory.open_sessions`."""
+    manager = open_sessions(
+        data_dir,
+        split=split,
+        max_steps=max_steps,
+        reward_profile=reward_profile,
+        max_sessions=max_sessions,
+        **session_options,
+    )
+    return environment_factory(manager)

@@ -1,0 +1,118 @@
+"""SQLEnvTRL as TRL sees it: its tools and their schemas, and parity with the engine."""
+
+from __future__ import annotations
+
+import pytest
+from transformers.utils import get_json_schema
+
+from adapters.trl import SQLEnvTRL, environment_factory, episode_reward, tool_methods
+from env_core.scripted import scripted_calls
+from env_core.tools import TOOLS, TOOLS_BY_NAME
+
+
+def test_trl_exposes_exactly_the_four_tools_in_alphabetical_order(spider_manager):
+    environment = environment_factory(spider_manager)()
+    names = [method.__name__ for method in tool_methods(environment)]
+    assert names == ["answer", "describe", "query", "sample"]
+
+
+@pytest.mark.parametrize("spec", TOOLS, ids=lambda spec: spec.name)
+def test_tool_schema_matches_the_engine_tool(spider_manager, spec):
+    method = getattr(SQLEnvTRL(spider_manager), spec.name)
+    function = get_json_schema(method)["function"]
+    assert function["name"] == spec.name
+    assert function["description"] == spec.description
+    parameters = function["parameters"]
+    assert set(parameters["required"]) == set(spec.parameters["required"])
+    assert parameters["properties"].keys() == spec.parameters["properties"].keys()
+    for name, engine_property in spec.parameters["properties"].items():
+        assert parameters["properties"][name]["type"] == engine_property["type"]
+        assert parameters["properties"][name]["description"] == engine_property["description"]
+
+
+def _mixed_calls(question, budget):
+    """Every kind of call: a sample, fixable mistakes and a repeat, then the oracle's calls."""
+    oracle = scripted_calls(question, budget - 4)
+    tool, arguments = next(oracle)
+    table = arguments["table"] if tool == "describe" else "no_such_table"
+    yield "sample", {"table": table, "n": 2}
+    yield "describe", {"table": "no_such_table"}
+    yield "query", {"sql": "SELEC 1"}
+    yield "sample", {"table": table, "n": 2}
+    while True:
+        result = yield tool, arguments
+        try:
+            tool, arguments = oracle.send(result)
+        except StopIteration:
+            return
+
+
+def test_same_episode_through_trl_and_engine_gives_same_text_and_rewards(
+    spider_manager, spider_catalog
+):
+    environment = SQLEnvTRL(spider_manager)
+    for question in spider_catalog.questions("dev_without_wta_1")[:40]:
+        trl_opening = environment.reset(question_id=question.id, prompt=[], db_id=question.db_id)
+        direct = spider_manager.create(question_id=question.id)
+        assert trl_opening == direct.start.text
+        calls = _mixed_calls(question, direct.budget_left)
+        engine_result = None
+        while not direct.done:
+            tool, arguments = calls.send(engine_result)
+            engine_result = spider_manager.step(direct.episode_id, tool, arguments)
+            assert getattr(environment, tool)(**arguments) == engine_result.text
+            assert environment.episode.total_reward == direct.total_reward
+        assert direct.correct is True
+        assert environment.get_reward() == direct.total_reward
+        assert episode_reward([environment]) == [direct.total_reward]
+        spider_manager.close(direct.episode_id)
+
+
+def test_an_unanswered_rollout_is_scored_as_a_wrong_answer(spider_manager):
+    from env_core.rewards import RewardConfig
+    from env_core.sessions import SessionConfig, SessionManager
+
+    config = SessionConfig(split="dev_without_wta_1", rewards=RewardConfig.profile("potential"))
+    environment = SQLEnvTRL(SessionManager(spider_manager.catalog, config))
+    environment.reset(question_id="dev_without_wta_1:0")
+    environment.describe("singer")
+    assert environment.episode.total_reward == 0.02
+    assert environment.get_reward() == 0.0  # the exploration bonus is paid back
+    assert environment.episode.done and environment.get_reward() == 0.0
+
+
+def test_calls_after_the_answer_are_error_text_and_reset_starts_afresh(spider_manager):
+    environment = SQLEnvTRL(spider_manager)
+    assert environment.get_reward() == 0.0
+    environment.reset(question_id="dev_without_wta_1:0")
+    first = environment.episode
+    environment.answer("42")
+    assert environment.query("SELECT 1").startswith("Error: episode ")
+    assert "has ended (was answered)" in environment.query("SELECT 1")
+    environment.reset(question_id="dev_without_wta_1:1")
+    assert environment.episode is not first
+    assert environment.episode.steps_used == 0
+    assert environment.get_reward() == 0.0
+    assert spider_manager.stats().active == 1  # the first episode was closed
+
+
+def test_unknown_argument_names_become_errors_trl_feeds_back(spider_manager):
+    environment = SQLEnvTRL(spider_manager)
+    environment.reset(question_id="dev_without_wta_1:0")
+    with pytest.raises(TypeError):
+        environment.describe(name="singer")  # TRL catches it and shows {'error': ...}
+    assert environment.sample("singer", n=50).startswith("Error: sample: n must be")
+    assert TOOLS_BY_NAME["sample"].parameters["properties"]["n"]["maximum"] == 20
+
+
+def test_the_bare_class_serves_the_demo_when_no_data_dir_is_set(monkeypatch, cache_dir):
+    from adapters.trl import environment
+
+    monkeypatch.delenv("SQLENV_DATA_DIR", raising=False)
+    monkeypatch.setenv("SQLENV_CACHE_DIR", str(cache_dir))
+    environment._default_manager.cache_clear()
+    try:
+        opening = SQLEnvTRL().reset(seed=1)  # what GRPOTrainer(environment_factory=SQLEnvTRL) makes
+        assert "Database: " in opening
+    finally:
+        environment._default_manager.cache_clear()

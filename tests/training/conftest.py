@@ -1,0 +1,23 @@
+"""Fixtures of the training tests: offline, over the Spider dev questions."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from env_core.sessions import SessionConfig, SessionManager
+
+for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+    os.environ[name] = "1"
+os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+SPIDER_DEV = "dev_without_wta_1"
+
+
+@pytest.fixture
+def spider_manager(spider_catalog) -> SessionManager:
+    manager = SessionManager(spider_catalog, SessionConfig(split=SPIDER_DEV))
+    yield manager
+    manager.shutdown()

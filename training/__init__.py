@@ -1,0 +1,1 @@
+"""Training on the environment with TRL: datasets, oracle SFT transcripts, SFT and GRPO."""

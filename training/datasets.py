@@ -1,0 +1,47 @@
+"""Task datasets for GRPO: one row per question, the prompt plus the ids `SQLEnvTRL.reset` reads."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from datasets import Dataset
+
+from env_core.catalog import Catalog, Question
+
+# TRL appends the engine's opening text (question, database, tables, budget) to the last prompt
+# message with no separator, hence the trailing blank line.
+INSTRUCTIONS = (
+    "Answer the question below about a SQLite database whose schema is hidden. Explore it "
+    "with the tools describe, sample and query, then call answer once with the exact result "
+    "the question asks for.\n\n"
+)
+
+
+def task_prompt() -> list[dict[str, str]]:
+    """The conversational prompt every row starts from; `reset` completes it."""
+    return [{"role": "user", "content": INSTRUCTIONS}]
+
+
+def task_row(question: Question) -> dict[str, Any]:
+    return {
+        "prompt": task_prompt(),
+        "question_id": question.id,
+        "db_id": question.db_id,
+        "hardness": question.hardness,
+    }
+
+
+def choose_questions(
+    catalog: Catalog, split: str, limit: int | None = None, seed: int = 0
+) -> list[Question]:
+    """The split's questions in a seeded random order, cut to `limit`."""
+    questions = list(catalog.questions(split))
+    random.Random(seed).shuffle(questions)
+    return questions[:limit] if limit else questions
+
+
+def task_dataset(questions: Sequence[Question]) -> Dataset:
+    """A GRPO dataset: columns `prompt`, `question_id`, `db_id`, `hardness`."""
+    return Dataset.from_list([task_row(question) for question in questions])
