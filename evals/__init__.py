@@ -1,0 +1,30 @@
+"""The green-agent harness: play policies through any door, summarise, report.
+
+from evals import DoorSpec, OraclePolicy, evaluate, open_door
+
+door = open_door(DoorSpec("mcp-stdio", data_dir="../shared/data/spider"))
+result = evaluate(door, OraclePolicy(), n_episodes=50, seed=0, out_dir="runs/oracle")
+print(result.summary.overall.success)
+door.close()
+"""
+
+from evals.doors import Door, DoorSpec, open_door
+from evals.evaluate import EvalResult, evaluate
+from evals.metrics import Summary, wilson_interval
+from evals.policies import OraclePolicy, RandomPolicy
+from evals.policy import EpisodeContext, Policy, ToolCall
+
+__all__ = [
+    "Door",
+    "DoorSpec",
+    "EpisodeContext",
+    "EvalResult",
+    "OraclePolicy",
+    "Policy",
+    "RandomPolicy",
+    "Summary",
+    "ToolCall",
+    "evaluate",
+    "open_door",
+    "wilson_interval",
+]

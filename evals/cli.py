@@ -1,0 +1,168 @@
+"""`sqlenv eval` and `sqlenv eval-compare`, added to the `sqlenv` command through the
+`sqlenv.commands` entry point.
+
+Every `sqlenv` invocation imports this module to build its parser, so the harness itself
+(matplotlib, the MCP and OpenEnv clients, the models) is imported only when a command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evals.doors import DOOR_KINDS, DoorSpec, open_door
+
+if TYPE_CHECKING:
+    from evals.policy import Policy
+
+POLICIES = ("oracle", "random", "openai", "hf")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    run = commands.add_parser(
+        "eval",
+        help="evaluate a policy over a seeded set of episodes; writes JSONL, report and plots",
+        description="Play N episodes (the same questions for the same seed) with a policy "
+        "through a door, print a summary table and write episodes.jsonl, summary.json, "
+        "report.md and plots to --out. Re-running on the same --out resumes.",
+    )
+    run.add_argument(
+        "--policy",
+        choices=POLICIES,
+        required=True,
+        help="oracle (knows the gold SQL), random, openai (an OpenAI-compatible endpoint), "
+        "hf (a local transformers model)",
+    )
+    run.add_argument("--door", choices=DOOR_KINDS, default="inprocess", help="(inprocess)")
+    run.add_argument(
+        "--url",
+        help="mcp-http/openenv: base URL of a running server on the same data and step budget "
+        "(default: start one on a free 127.0.0.1 port)",
+    )
+    run.add_argument("--data-dir", help="Spider-format directory (default: $SQLENV_DATA_DIR)")
+    run.add_argument("--cache-dir", help="catalog cache (default: ~/.cache/sqlenv)")
+    run.add_argument("--split", default="dev", help="question split (dev)")
+    run.add_argument(
+        "--episodes",
+        type=episode_count,
+        default="all",
+        help="number of episodes, or 'all' for every kept question once (all)",
+    )
+    run.add_argument("--seed", type=int, default=0, help="seed of the episode plan (0)")
+    run.add_argument("--max-steps", type=int, default=15, help="step budget per episode (15)")
+    run.add_argument("--workers", type=int, default=1, help="episodes in parallel processes (1)")
+    run.add_argument("--out", type=Path, required=True, help="run folder (resumed if it exists)")
+    run.add_argument("--label", help="the run's name in tables and plots")
+    run.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="no progress bar on stderr"
+    )
+    llm = run.add_argument_group("LLM policies (openai, hf)")
+    llm.add_argument(
+        "--model", help="openai: model name; hf: a local model folder (or $SQLENV_EVAL_MODEL)"
+    )
+    llm.add_argument(
+        "--base-url",
+        default=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1"),
+        help="openai: chat-completions endpoint root ($OPENAI_BASE_URL, else local :8000/v1)",
+    )
+    llm.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="openai: environment variable holding the API key (OPENAI_API_KEY)",
+    )
+    llm.add_argument("--temperature", type=float, default=0.0, help="(0: greedy)")
+    llm.add_argument("--max-new-tokens", type=int, default=512, help="per model turn (512)")
+    run.set_defaults(run=run_eval)
+
+    compare = commands.add_parser(
+        "eval-compare",
+        help="put several run folders side by side in one report",
+        description="Write report.md and plots comparing run folders (e.g. base vs trained).",
+    )
+    compare.add_argument("runs", nargs="+", type=Path, help="run folders, each with run.json")
+    compare.add_argument("--labels", help="comma-separated names for the runs")
+    compare.add_argument("--out", type=Path, required=True, help="folder for the report")
+    compare.set_defaults(run=run_compare)
+
+
+def episode_count(text: str) -> int | str:
+    if text == "all":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError("a positive whole number, or 'all'")
+    return int(text)
+
+
+def build_policy(args: argparse.Namespace) -> Policy:
+    if args.policy == "oracle":
+        from evals.policies import OraclePolicy
+
+        return OraclePolicy()
+    if args.policy == "random":
+        from evals.policies import RandomPolicy
+
+        return RandomPolicy()
+    from evals.llm.settings import GenerationSettings
+
+    model = args.model or os.environ.get("SQLENV_EVAL_MODEL")
+    if not model:
+        raise SystemExit(f"sqlenv eval: --policy {args.policy} needs --model")
+    generation = GenerationSettings(args.temperature, args.max_new_tokens)
+    if args.policy == "openai":
+        from evals.llm.openai_chat import OpenAIChatPolicy
+
+        api_key = os.environ.get(args.api_key_env, "")
+        return OpenAIChatPolicy(args.base_url, model, api_key, generation)
+    from evals.llm.hf_chat import HFChatPolicy
+
+    return HFChatPolicy(model, generation)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    from evals.evaluate import evaluate
+    from evals.records import ResumeMismatchError
+    from evals.report import summary_rows, text_table, write_report
+    from evals.runs import Run
+
+    spec = DoorSpec(args.door, args.data_dir, args.split, args.cache_dir, args.max_steps, args.url)
+    policy = build_policy(args)
+    door = open_door(spec)
+    try:
+        kept = len(door.catalog.questions(args.split))
+        n_episodes = kept if args.episodes == "all" else args.episodes
+        result = evaluate(
+            door,
+            policy,
+            n_episodes,
+            args.seed,
+            out_dir=args.out,
+            workers=args.workers,
+            progress=args.progress,
+        )
+    except ResumeMismatchError as error:
+        print(f"sqlenv eval: {error}", file=sys.stderr)
+        return 2
+    finally:
+        door.close()
+    run = Run(
+        args.label or f"{policy.name} ({args.door})", result.config, result.summary, result.records
+    )
+    print(text_table(*summary_rows([run])))
+    print(f"report: {write_report([run], args.out)}")
+    return 0
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from evals.report import summary_rows, text_table, write_report
+    from evals.runs import Run
+
+    labels = args.labels.split(",") if args.labels else [None] * len(args.runs)
+    if len(labels) != len(args.runs):
+        raise SystemExit("sqlenv eval-compare: give one label per run folder")
+    runs = [Run.load(path, label) for path, label in zip(args.runs, labels, strict=True)]
+    print(text_table(*summary_rows(runs)))
+    print(f"report: {write_report(runs, args.out)}")
+    return 0

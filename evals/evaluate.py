@@ -1,0 +1,127 @@
+"""`evaluate`: play a seeded plan of episodes through a door and summarise them."""
+
+from __future__ import annotations
+
+import atexit
+import json
+import multiprocessing
+import sys
+from collections.abc import Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evals.doors import Door, DoorSpec, open_door
+from evals.metrics import Summary
+from evals.plan import EpisodeTask, plan_episodes
+from evals.policy import Policy
+from evals.records import RunFolder
+from evals.runner import EpisodeRecord, run_episode
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    config: dict[str, Any]
+    summary: Summary
+    records: list[EpisodeRecord]
+
+
+def evaluate(
+    env: Door,
+    policy: Policy,
+    n_episodes: int,
+    seed: int = 0,
+    *,
+    out_dir: str | Path | None = None,
+    workers: int = 1,
+    progress: bool = False,
+) -> EvalResult:
+    """Play `n_episodes` episodes of `policy` through `env`, the same ones for the same seed.
+
+    With `out_dir`, each finished episode is appended to `episodes.jsonl` there, and a run
+    restarted on the same folder plays only the episodes it is missing. With `workers` > 1,
+    episodes run in that many processes, each opening its own door from `env.worker_spec()`
+    (the policy is pickled to them).
+    """
+    spec = env.worker_spec()
+    tasks = plan_episodes(env.catalog.questions(spec.split), n_episodes, seed)
+    config = {
+        "policy": policy.name,
+        "door": spec.kind,
+        "split": spec.split,
+        "seed": seed,
+        "episodes": n_episodes,
+        "data_dir": spec.data_dir,
+        "max_steps": spec.max_steps,
+    }
+    folder = RunFolder(out_dir) if out_dir is not None else None
+    finished = folder.open(config) if folder else {}
+    finished = {i: r for i, r in finished.items() if i < n_episodes}
+    todo = [task for task in tasks if task.index not in finished]
+    bar = _progress_bar(n_episodes, len(finished), policy.name, progress)
+    try:
+        if workers > 1 and len(todo) > 1:
+            played = _run_in_processes(spec, policy, todo, seed, workers)
+        else:
+            played = (run_episode(env, policy, task, seed) for task in todo)
+        for record in played:
+            finished[record.index] = record
+            if folder:
+                folder.append(record)
+            bar.update(1)
+    finally:
+        bar.close()
+    records = [finished[index] for index in sorted(finished)]
+    summary = Summary.of(records)
+    if folder:
+        folder.summary_file.write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
+    return EvalResult(config, summary, records)
+
+
+def _progress_bar(total: int, done: int, label: str, shown: bool):
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total, initial=done, desc=label, unit="ep", disable=not shown, file=sys.stderr
+    )
+
+
+# Each worker process holds one door and the policy, set up once by the pool's initializer.
+_worker: dict[str, Any] = {}
+
+
+def _start_worker(spec: DoorSpec, policy: Policy, seed: int) -> None:
+    door = open_door(spec)
+    atexit.register(door.close)
+    _worker.update(door=door, policy=policy, seed=seed)
+
+
+def _play_in_worker(task: EpisodeTask) -> EpisodeRecord:
+    return run_episode(_worker["door"], _worker["policy"], task, _worker["seed"])
+
+
+def _run_in_processes(
+    spec: DoorSpec, policy: Policy, tasks: Iterable[EpisodeTask], seed: int, workers: int
+) -> Iterator[EpisodeRecord]:
+    """Records as episodes finish, in whatever order; a few tasks queued per worker at a time."""
+    pending_tasks = iter(tasks)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_start_worker, initargs=(spec, policy, seed)
+    ) as pool:
+        running: set[Future] = set()
+        try:
+            while True:
+                for task in pending_tasks:
+                    running.add(pool.submit(_play_in_worker, task))
+                    if len(running) >= 2 * workers:
+                        break
+                if not running:
+                    return
+                done, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    yield future.result()
+        finally:
+            for future in running:
+                future.cancel()

@@ -1,0 +1,34 @@
+"""Tool calls in the Hermes/Qwen format that local chat templates teach models:
+
+<tool_call>
+{"name": "describe", "arguments": {"table": "singer"}}
+</tool_call>
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from evals.llm.chat_loop import ModelTurn, RawToolCall
+
+TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)
+
+
+def parse_hermes(text: str, call_id_prefix: str = "call") -> ModelTurn:
+    """Split generated text into content and tool calls; a block that is not a JSON object with
+    a string `name` becomes a call with an empty name, so the loop counts it as malformed."""
+    calls = []
+    for number, match in enumerate(TOOL_CALL.finditer(text)):
+        try:
+            payload = json.loads(match.group(1).strip())
+        except ValueError:
+            payload = None
+        if isinstance(payload, dict) and isinstance(payload.get("name"), str):
+            name, arguments = payload["name"], payload.get("arguments", {})
+        else:
+            name, arguments = "", None
+        calls.append(RawToolCall(f"{call_id_prefix}_{number}", name, arguments))
+    content = THINKING.sub("", TOOL_CALL.sub("", text)).strip()
+    return ModelTurn(content, calls)

@@ -1,0 +1,48 @@
+"""A server process on a free 127.0.0.1 port, stopped with the door that started it."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import tempfile
+import time
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class LocalServer:
+    """Runs `command` (which must serve GET {health_path} on `port`) until `stop`."""
+
+    def __init__(
+        self, command: list[str], port: int, health_path: str, startup_s: float = 120.0
+    ) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+        self._log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115  (closed in stop)
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self._log)
+        deadline = time.monotonic() + startup_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self._log.seek(0)
+                raise RuntimeError(f"{command[0]} exited at start-up: {self._log.read()[-2000:]}")
+            try:
+                if httpx.get(self.url + health_path, timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError(f"server did not answer {health_path} within {startup_s:g} s")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self._log.close()

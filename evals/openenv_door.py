@@ -1,0 +1,74 @@
+"""The OpenEnv door: the typed `SQLEnvClient` over the OpenEnv server's WebSocket.
+
+One client is one server session holding one episode; `reset` on the next question ends the
+previous episode, so `end` has nothing to do.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from openenv.core.env_server.mcp_types import CallToolAction
+
+from adapters.openenv.client import SQLEnvClient
+from env_core.episode import EpisodeStart, ToolResult
+from evals.doors import DoorSpec, with_url
+from evals.local_server import LocalServer, free_port
+
+
+class OpenEnvDoor:
+    def __init__(self, spec: DoorSpec) -> None:
+        self.spec = spec
+        self.catalog = spec.load_catalog()
+        self._server: LocalServer | None = None
+        url = spec.url
+        if url is None:
+            port = free_port()
+            command = [sys.executable, "-m", "adapters.openenv.server", "--port", str(port)]
+            self._server = LocalServer(command + spec.server_args(), port, "/health")
+            url = self._server.url
+        try:
+            self._client = SQLEnvClient(base_url=url).sync()
+        except BaseException:
+            self.close()
+            raise
+
+    def start(self, question_id: str) -> EpisodeStart:
+        observation = self._client.reset(question_id=question_id).observation
+        if observation.error:
+            raise RuntimeError(f"reset failed: {observation.error}")
+        data = observation.data
+        return EpisodeStart(
+            observation.episode_id,
+            data["question"],
+            data["db_id"],
+            tuple(data["tables"]),
+            data["budget"],
+            observation.text,
+        )
+
+    def step(self, episode_id: str, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
+        result = self._client.step(CallToolAction(tool_name=tool, arguments=dict(arguments)))
+        observation = result.observation
+        if observation.error:  # refused before reaching the episode: no step was spent
+            data = {"error": "invalid_call", "message": observation.error}
+            return ToolResult(tool, False, observation.text, data, 0.0, False)
+        return ToolResult(
+            tool, observation.ok, observation.text, observation.data, result.reward, result.done
+        )
+
+    def end(self, episode_id: str) -> None:
+        pass
+
+    def worker_spec(self) -> DoorSpec:
+        return with_url(self.spec, self._server.url) if self._server else self.spec
+
+    def close(self) -> None:
+        client = getattr(self, "_client", None)
+        if client is not None:
+            client.close()
+        if self._server is not None:
+            self._server.stop()
+            self._server = None

@@ -1,0 +1,47 @@
+"""What a policy is: something that, given an episode's start, yields tool calls.
+
+A policy plays an episode as a generator, like `env_core.scripted.scripted_calls`: it yields a
+`ToolCall`, receives the step's `ToolResult` through `send`, and returns when it stops (normally
+after `answer`; returning earlier leaves the episode unanswered).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from env_core.catalog import Question
+from env_core.episode import EpisodeStart, ToolResult
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    tool: str
+    arguments: dict[str, Any]
+
+
+@dataclass
+class EpisodeContext:
+    """What a policy may use for one episode.
+
+    `question` carries the gold SQL: only the oracle reads it. `rng` is seeded from the run's
+    seed and the episode's index, so an episode plays the same whatever runs before it.
+    `notes` counts policy-side events for the record, such as malformed tool calls.
+    """
+
+    start: EpisodeStart
+    question: Question
+    rng: random.Random
+    notes: Counter[str] = field(default_factory=Counter)
+
+
+Play = Generator[ToolCall, ToolResult, None]
+
+
+class Policy(Protocol):
+    name: str
+
+    def play(self, context: EpisodeContext) -> Play: ...

@@ -1,0 +1,96 @@
+"""Summary tables (printed and in Markdown) and `report.md` with its plots, for one run or for
+several side by side."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from evals.metrics import HARDNESS_LEVELS, GroupSummary, Proportion
+from evals.plots import TOOLS, draw_all
+from evals.runs import Run
+
+
+def percent(p: Proportion) -> str:
+    if p.n == 0:
+        return "-"
+    return f"{100 * p.rate:.1f}% [{100 * p.low:.1f}, {100 * p.high:.1f}]"
+
+
+def _group_cells(group: GroupSummary) -> list[str]:
+    return [
+        str(group.episodes),
+        percent(group.success),
+        f"{group.avg_reward:+.3f}",
+        f"{group.avg_steps:.2f}",
+    ]
+
+
+def summary_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
+    """One row per run and hardness: the table the CLI prints and the report opens with."""
+    header = ["run", "hardness", "episodes", "success [95% CI]", "avg reward", "avg steps"]
+    rows = []
+    for run in runs:
+        rows.append([run.label, "all", *_group_cells(run.summary.overall)])
+        for level in HARDNESS_LEVELS:
+            rows.append(["", level, *_group_cells(run.summary.by_hardness[level])])
+    return header, rows
+
+
+def text_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(cell) for cell in column) for column in zip(header, *rows, strict=True)]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip()
+        for line in [header, *rows]
+    )
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _details_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
+    header = ["", *(run.label for run in runs)]
+    rows = [
+        ["answered", *(f"{r.summary.answered}/{r.summary.overall.episodes}" for r in runs)],
+        *(
+            [f"{tool} calls", *(str(r.summary.tool_use.get(tool, 0)) for r in runs)]
+            for tool in TOOLS
+        ),
+    ]
+    kinds = sorted({kind for run in runs for kind in run.summary.errors})
+    rows += [[f"errors: {k}", *(str(r.summary.errors.get(k, 0)) for r in runs)] for k in kinds]
+    notes = sorted({note for run in runs for note in run.summary.notes})
+    rows += [[n.replace("_", " "), *(str(r.summary.notes.get(n, 0)) for r in runs)] for n in notes]
+    return header, rows
+
+
+def _config_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
+    keys = sorted({key for run in runs for key in run.config})
+    return ["", *(run.label for run in runs)], [
+        [key, *(str(run.config.get(key, "")) for run in runs)] for key in keys
+    ]
+
+
+def write_report(runs: Sequence[Run], folder: str | Path) -> Path:
+    """`report.md` and the PNG plots in `folder`; returns the report's path."""
+    folder = Path(folder)
+    plots = draw_all(runs, folder)
+    title = " vs ".join(run.label for run in runs)
+    sections = [
+        f"# Evaluation: {title}",
+        "Success is a correct `answer`; intervals are Wilson 95% score intervals. Rewards are "
+        "episode totals (shaping plus 1 for a correct answer).",
+        markdown_table(*summary_rows(runs)),
+        "## Tool use and errors",
+        markdown_table(*_details_rows(runs)),
+        "## Runs",
+        markdown_table(*_config_rows(runs)),
+        "## Plots",
+        *(f"![{plot.stem.replace('_', ' ')}]({plot.name})" for plot in plots),
+    ]
+    report = folder / "report.md"
+    report.write_text("\n\n".join(sections) + "\n")
+    return report

@@ -1,0 +1,93 @@
+"""Playing one episode through a door and recording it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from env_core.episode import ToolResult
+from evals.doors import Door
+from evals.plan import EpisodeTask
+from evals.policy import EpisodeContext, Policy
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    tool: str
+    arguments: dict[str, Any]
+    ok: bool
+    reward: float
+    done: bool
+    observation: str
+    error: str | None
+
+    @classmethod
+    def of(cls, arguments: dict[str, Any], result: ToolResult) -> StepRecord:
+        error = None if result.ok else result.data.get("error", "error")
+        return cls(
+            result.tool, arguments, result.ok, result.reward, result.done, result.text, error
+        )
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    index: int
+    question_id: str
+    db_id: str
+    hardness: str
+    policy: str
+    opening: str
+    steps: list[StepRecord]
+    total_reward: float
+    answered: bool
+    correct: bool
+    notes: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def steps_used(self) -> int:
+        return len(self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> EpisodeRecord:
+        steps = [StepRecord(**step) for step in raw["steps"]]
+        return cls(**{**raw, "steps": steps})
+
+
+def run_episode(door: Door, policy: Policy, task: EpisodeTask, seed: int) -> EpisodeRecord:
+    question = door.catalog.question(task.question_id)
+    start = door.start(task.question_id)
+    context = EpisodeContext(start, question, task.rng(seed))
+    steps: list[StepRecord] = []
+    last: ToolResult | None = None
+    try:
+        calls = policy.play(context)
+        call = next(calls)
+        # Calls rejected before reaching the engine spend no step; the cap keeps a policy that
+        # repeats them from looping forever.
+        while len(steps) < 2 * start.budget:
+            last = door.step(start.episode_id, call.tool, call.arguments)
+            steps.append(StepRecord.of(call.arguments, last))
+            if last.done:
+                break
+            call = calls.send(last)
+    except StopIteration:
+        pass
+    finally:
+        door.end(start.episode_id)
+    answered = last is not None and last.tool == "answer" and last.ok
+    return EpisodeRecord(
+        index=task.index,
+        question_id=question.id,
+        db_id=question.db_id,
+        hardness=question.hardness,
+        policy=policy.name,
+        opening=start.text,
+        steps=steps,
+        total_reward=round(sum((step.reward for step in steps), 0.0), 6),
+        answered=answered,
+        correct=answered and last.data.get("correct") is True,
+        notes=dict(context.notes),
+    )

@@ -1,0 +1,42 @@
+"""The same seed and policy give the same episodes, step for step, through every door."""
+
+import pytest
+
+from evals import OraclePolicy, RandomPolicy, evaluate, open_door
+
+EPISODES = 50
+SEED = 11
+
+
+def play_both(spec) -> dict:
+    door = open_door(spec)
+    try:
+        return {
+            policy.name: evaluate(door, policy, EPISODES, SEED)
+            for policy in (OraclePolicy(), RandomPolicy())
+        }
+    finally:
+        door.close()
+
+
+@pytest.fixture(scope="module")
+def in_process(spec_for) -> dict:
+    return play_both(spec_for("inprocess"))
+
+
+def test_oracle_solves_every_episode_and_random_almost_none(in_process):
+    oracle, random = in_process["oracle"].summary, in_process["random"].summary
+    assert oracle.overall.success.successes == EPISODES
+    assert oracle.answered == EPISODES and oracle.errors == {}
+    assert random.overall.success.rate <= 0.1
+    # Random makes valid calls: every tool, no errors, always an answer at the end.
+    assert set(random.tool_use) == {"describe", "sample", "query", "answer"}
+    assert random.errors == {} and random.answered == EPISODES
+
+
+@pytest.mark.parametrize("kind", ["mcp-stdio", "mcp-http", "openenv"])
+def test_every_door_gives_the_in_process_records(kind, spec_for, in_process):
+    through_door = play_both(spec_for(kind))
+    for name, expected in in_process.items():
+        assert through_door[name].records == expected.records
+        assert through_door[name].summary == expected.summary

@@ -1,0 +1,95 @@
+"""The LLM policies with a real tiny model built here: in process through `transformers`, and
+over HTTP through a real OpenAI-compatible server (`evals.llm.serve`) running that model."""
+
+import json
+import sys
+
+import httpx
+import pytest
+
+from env_core.cli import main as sqlenv
+from evals import evaluate, open_door
+from evals.llm.hf_chat import HFChatPolicy
+from evals.llm.settings import GenerationSettings
+from evals.llm.tiny import build_tiny_chat_model
+from evals.local_server import LocalServer, free_port
+from evals.records import RunFolder
+
+EPISODES = 2
+SEED = 5
+# Short turns keep the test quick; the random-weight model writes junk whatever the length.
+GENERATION = GenerationSettings(temperature=0.0, max_new_tokens=24)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(dev_spec, tmp_path_factory, monkeypatch_module):
+    monkeypatch_module.setenv("HF_HUB_OFFLINE", "1")
+    door = open_door(dev_spec)
+    try:
+        return build_tiny_chat_model(door, tmp_path_factory.mktemp("tiny") / "model", episodes=20)
+    finally:
+        door.close()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+@pytest.fixture(scope="module")
+def hf_result(dev_spec, tiny_model):
+    door = open_door(dev_spec)
+    try:
+        return evaluate(door, HFChatPolicy(str(tiny_model), GENERATION), EPISODES, SEED)
+    finally:
+        door.close()
+
+
+def test_the_hf_policy_plays_episodes_to_the_end_counting_malformed_calls(hf_result):
+    summary = hf_result.summary
+    assert summary.overall.episodes == EPISODES
+    assert summary.notes["model_turns"] >= EPISODES
+    # Every model turn was either a tool call made (a step) or a malformed call counted.
+    steps = sum(record.steps_used for record in hf_result.records)
+    assert summary.notes["model_turns"] == steps + summary.notes.get("malformed_calls", 0)
+    for record in hf_result.records:
+        assert record.opening.startswith("Question: ")
+        assert record.answered or record.notes.get("gave_up") == 1 or record.steps[-1].done
+
+
+def test_the_openai_policy_plays_through_a_real_local_server(
+    dev_spec, tiny_model, hf_result, tmp_path
+):
+    port = free_port()
+    command = [sys.executable, "-m", "evals.llm.serve", "--model", str(tiny_model)]
+    server = LocalServer([*command, "--name", "tiny", "--port", str(port)], port, "/health")
+    try:
+        models = httpx.get(f"{server.url}/v1/models").json()
+        assert models["data"][0]["id"] == "tiny"
+        reply = httpx.post(
+            f"{server.url}/v1/chat/completions",
+            json={"model": "tiny", "messages": [{"role": "user", "content": "hi"}],
+                  "max_tokens": 4},
+            timeout=60,
+        ).json()  # fmt: skip
+        assert reply["object"] == "chat.completion"
+        assert reply["choices"][0]["message"]["role"] == "assistant"
+
+        out = tmp_path / "run"
+        policy = ["--policy", "openai", "--base-url", f"{server.url}/v1", "--model", "tiny"]
+        data = ["--data-dir", dev_spec.data_dir, "--split", dev_spec.split]
+        run = ["--episodes", str(EPISODES), "--seed", str(SEED), "--out", str(out)]
+        tokens = ["--max-new-tokens", str(GENERATION.max_new_tokens)]
+        cache = ["--cache-dir", dev_spec.cache_dir, "--no-progress"]
+        code = sqlenv(["eval", *policy, *data, *run, *tokens, *cache])
+    finally:
+        server.stop()
+    assert code == 0
+    records = [record for _, record in sorted(RunFolder(out).read_episodes().items())]
+    assert len(records) == EPISODES
+    assert json.loads((out / "run.json").read_text())["policy"] == "openai:tiny"
+    # The same model, greedy, behind HTTP: the same turns, calls and steps as in process.
+    assert [(r.question_id, r.steps, r.notes) for r in records] == [
+        (r.question_id, r.steps, r.notes) for r in hf_result.records
+    ]

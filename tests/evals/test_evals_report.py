@@ -1,0 +1,71 @@
+"""`sqlenv eval` writes a run's report and plots; `sqlenv eval-compare` puts runs side by side."""
+
+import json
+
+import matplotlib.pyplot as plt
+import pytest
+from matplotlib.image import imread
+
+from env_core.cli import main as sqlenv
+from evals import plots
+from evals.runs import Run
+
+EPISODES = 60
+PLOTS = ("success_by_hardness", "steps_distribution", "reward_distribution", "tool_use")
+
+
+@pytest.fixture(scope="module")
+def run_folders(dev_spec, tmp_path_factory):
+    folders = {}
+    for policy in ("oracle", "random"):
+        out = tmp_path_factory.mktemp(policy)
+        data = ["--data-dir", dev_spec.data_dir, "--cache-dir", dev_spec.cache_dir]
+        run = ["--episodes", str(EPISODES), "--seed", "2", "--out", str(out), "--no-progress"]
+        code = sqlenv(["eval", "--policy", policy, "--split", dev_spec.split, *data, *run])
+        assert code == 0
+        folders[policy] = out
+    return folders
+
+
+def test_a_run_folder_holds_records_summary_report_and_plots(run_folders):
+    out = run_folders["oracle"]
+    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    assert len(records) == EPISODES
+    first = records[0]
+    assert set(first) >= {"question_id", "hardness", "steps", "total_reward", "correct"}
+    assert set(first["steps"][0]) == {
+        "tool", "arguments", "ok", "reward", "done", "observation", "error"
+    }  # fmt: skip
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["overall"]["success"]["successes"] == EPISODES
+    report = (out / "report.md").read_text()
+    assert "| oracle (inprocess) | all | 60 | 100.0% [94.0, 100.0] |" in report
+    for name in PLOTS:
+        assert f"({name}.png)" in report
+        assert imread(out / f"{name}.png").shape[:2] == (540, 960)
+
+
+def test_compare_puts_runs_side_by_side(run_folders, tmp_path, capsys):
+    folders = [str(run_folders["oracle"]), str(run_folders["random"])]
+    code = sqlenv(["eval-compare", *folders, "--labels", "Oracle,Random", "--out", str(tmp_path)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[0].split() == [
+        "run", "hardness", "episodes", "success", "[95%", "CI]", "avg", "reward", "avg", "steps"
+    ]  # fmt: skip
+    assert "Oracle  all       60        100.0% [94.0, 100.0]" in printed
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("# Evaluation: Oracle vs Random")
+    assert "|  | Oracle | Random |" in report
+    assert all((tmp_path / f"{name}.png").is_file() for name in PLOTS)
+
+
+def test_every_plot_has_a_title_axis_labels_and_a_legend(run_folders):
+    runs = [Run.load(run_folders["oracle"], "Oracle"), Run.load(run_folders["random"], "Random")]
+    for name in PLOTS:
+        figure, axes = plt.subplots()
+        getattr(plots, name)(runs, axes)
+        assert axes.get_title() and axes.get_xlabel() and axes.get_ylabel(), name
+        labels = axes.get_legend_handles_labels()[1]
+        assert labels == ["Oracle", "Random"], name
+        plt.close(figure)

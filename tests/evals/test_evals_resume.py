@@ -1,0 +1,111 @@
+"""`sqlenv eval` killed midway and restarted ends with exactly N episodes, none duplicated,
+and with the episodes an uninterrupted run plays; parallel workers change nothing."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evals import RandomPolicy, evaluate, open_door
+from evals.records import RunFolder
+
+EPISODES = 300
+SEED = 3
+SQLENV = str(Path(sys.executable).parent / "sqlenv")
+
+
+def eval_command(spec, out: Path, *extra: str, episodes: int = EPISODES) -> list[str]:
+    return [
+        SQLENV,
+        "eval",
+        "--policy",
+        "random",
+        "--data-dir",
+        spec.data_dir,
+        "--cache-dir",
+        spec.cache_dir,
+        "--split",
+        spec.split,
+        "--episodes",
+        str(episodes),
+        "--seed",
+        str(SEED),
+        "--out",
+        str(out),
+        "--no-progress",
+        *extra,
+    ]
+
+
+def finished_lines(path: Path) -> int:
+    return path.read_text().count("\n") if path.is_file() else 0
+
+
+def kill_after(command: list[str], episodes_file: Path, at_least: int) -> int:
+    """Run `command` and SIGKILL its whole process group once `at_least` episodes are in."""
+    process = subprocess.Popen(
+        command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 180
+    while finished_lines(episodes_file) < at_least:
+        if process.poll() is not None:
+            pytest.fail(f"the run ended before it could be killed: {process.stderr.read()}")
+        if time.monotonic() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            pytest.fail("no episodes were written within 180 s")
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    process.stderr.close()
+    return finished_lines(episodes_file)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(dev_spec):
+    door = open_door(dev_spec)
+    try:
+        return evaluate(door, RandomPolicy(), EPISODES, SEED)
+    finally:
+        door.close()
+
+
+def test_a_killed_parallel_run_resumes_to_exactly_the_uninterrupted_episodes(
+    dev_spec, uninterrupted, tmp_path
+):
+    out = tmp_path / "run"
+    episodes_file = out / "episodes.jsonl"
+    at_kill = kill_after(
+        eval_command(dev_spec, out, "--door", "mcp-stdio", "--workers", "2"), episodes_file, 20
+    )
+    assert 20 <= at_kill < EPISODES
+    with episodes_file.open("a") as torn:  # as if killed in the middle of a write
+        torn.write('{"index": 7, "question_id": "dev_with')
+
+    finished = subprocess.run(
+        eval_command(dev_spec, out, "--door", "inprocess"), capture_output=True, text=True
+    )
+    assert finished.returncode == 0, finished.stderr
+
+    lines = episodes_file.read_text().splitlines()
+    indices = [json.loads(line)["index"] for line in lines]
+    assert sorted(indices) == list(range(EPISODES))
+    records = [record for _, record in sorted(RunFolder(out).read_episodes().items())]
+    assert records == uninterrupted.records
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary == uninterrupted.summary.to_dict()
+    assert f"random (inprocess)  all       {EPISODES}" in finished.stdout
+
+
+def test_a_folder_holding_another_run_is_refused(dev_spec, tmp_path):
+    out = tmp_path / "run"
+    first = subprocess.run(eval_command(dev_spec, out, episodes=5), capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    other_seed = eval_command(dev_spec, out, "--seed", "4", episodes=5)
+    refused = subprocess.run(other_seed, capture_output=True, text=True)
+    assert refused.returncode == 2
+    assert "holds a different run (seed differ)" in refused.stderr
