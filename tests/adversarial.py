@@ -105,7 +105,7 @@ ATTACKS: tuple[Attack, ...] = (
     _rejected("pragma_read_table_info", "PRAGMA table_info(singer)"),
     _rejected("pragma_function_table_info", "SELECT * FROM pragma_table_info('singer')"),
     # --- extensions --------------------------------------------------------------------------
-    _rejected("load_extension", "SELECT load_extension('/tmp/evil.so')"),
+    _rejected("load_extension", "SELECT load_extension('./evil.so')"),
     _rejected("load_extension_upper_case", "SELECT LOAD_EXTENSION('libevil', 'init')"),
     _rejected("fts3_tokenizer", "SELECT fts3_tokenizer('simple')"),
     # --- several statements in one call ------------------------------------------------------
