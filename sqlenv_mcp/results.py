@@ -13,7 +13,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 from env_core.episode import EpisodeStart, ToolResult
-from env_core.errors import SQLEnvError, error_kind
+from env_core.errors import EpisodeError, SQLEnvError, error_kind
 
 
 class StepOutput(BaseModel):
@@ -57,14 +57,15 @@ def step_result(episode_id: str, result: ToolResult) -> CallToolResult:
 
 
 def step_error(episode_id: str, tool: str, error: SQLEnvError) -> CallToolResult:
-    """An episode-level failure (unknown, finished, capacity...) as an MCP tool error."""
+    """An episode-level failure as an MCP tool error: no step is spent, and `done` is set
+    when the episode cannot go on (unknown or finished), as the OpenEnv door does."""
     data = {"error": error_kind(error), "message": str(error)}
     structured = {
         "episode_id": episode_id,
         "tool": tool,
         "ok": False,
         "reward": 0.0,
-        "done": False,
+        "done": isinstance(error, EpisodeError),
         "data": data,
     }
     return tool_result(f"Error: {error}", structured, True)

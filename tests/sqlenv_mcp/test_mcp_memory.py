@@ -89,6 +89,8 @@ async def test_expected_failures_are_tool_errors_with_guidance(manager):
         await client.call_tool("answer", {"value": "6"})
         after = await client.call_tool("answer", {"value": "6"})
         assert after.isError and "has ended (was answered); start a new episode" in text(after)
+        assert after.structuredContent["done"] is True
+        assert after.structuredContent["data"]["error"] == "episode_finished"
         bad_start = await client.call_tool("start_episode", {"question_id": "dev:99999"})
         assert bad_start.isError and "no question 'dev:99999'" in text(bad_start)
 
