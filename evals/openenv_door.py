@@ -54,7 +54,7 @@ class OpenEnvDoor:
         observation = result.observation
         if observation.error:  # refused before reaching the episode: no step was spent
             data = {"error": "invalid_call", "message": observation.error}
-            return ToolResult(tool, False, observation.text, data, 0.0, False)
+            return ToolResult(tool, False, observation.text, data, 0.0, result.done)
         return ToolResult(
             tool, observation.ok, observation.text, observation.data, result.reward, result.done
         )

@@ -1,0 +1,136 @@
+"""300 fixed episodes replayed through five doors give identical observations and rewards.
+
+The doors: the engine in process, MCP over stdio, MCP over streamable HTTP, OpenEnv over its
+WebSocket, and `SQLEnvTRL`. For every call the suite compares the text an agent reads (with the
+episode id masked, as ids differ by door), the step reward, the done flag and the structured
+result (without the measured `elapsed_ms`). SQLEnvTRL returns text only, so its structured
+result is not compared; calls that never reach an episode (after its end) are compared by
+text, reward and done, since each door carries their error in its own protocol's form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+from conformance_scripts import Script, all_scripts
+
+from adapters.trl import SQLEnvTRL
+from env_core.errors import SQLEnvError
+from env_core.factory import open_sessions
+from evals.doors import Door, open_door
+
+DOORS = ("inprocess", "mcp-stdio", "mcp-http", "openenv", "trl")
+NOT_REACHING_AN_EPISODE = {"episode_finished", "unknown_episode", "invalid_call"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    text: str
+    reward: float
+    done: bool
+    data: Any
+
+
+def masked(text: str, episode_id: str) -> str:
+    return text.replace(episode_id, "<episode>")
+
+
+def comparable_data(data: dict) -> dict | None:
+    if data.get("error") in NOT_REACHING_AN_EPISODE:
+        return None
+    return {key: value for key, value in data.items() if key != "elapsed_ms"}
+
+
+def replay_door(door: Door, scripts: list[Script]) -> list[list[Outcome]]:
+    episodes = []
+    for script in scripts:
+        start = door.start(script.question_id)
+        outcomes = [Outcome(start.text, 0.0, False, None)]
+        for tool, arguments in script.calls:
+            try:
+                result = door.step(start.episode_id, tool, arguments)
+                outcome = Outcome(result.text, result.reward, result.done, result.data)
+            except SQLEnvError as error:  # the in-process door raises what others report
+                outcome = Outcome(f"Error: {error}", 0.0, True, {"error": "episode_finished"})
+            outcomes.append(
+                replace(
+                    outcome,
+                    text=masked(outcome.text, start.episode_id),
+                    data=comparable_data(outcome.data),
+                )
+            )
+        door.end(start.episode_id)
+        episodes.append(outcomes)
+    return episodes
+
+
+def replay_trl(spec, scripts: list[Script]) -> list[list[Outcome]]:
+    manager = open_sessions(spec.data_dir, split=spec.split, cache_dir=spec.cache_dir)
+    environment = SQLEnvTRL(manager)
+    episodes = []
+    for script in scripts:
+        outcomes = [Outcome(environment.reset(question_id=script.question_id), 0.0, False, None)]
+        episode = environment.episode
+        for tool, arguments in script.calls:
+            before = episode.total_reward
+            text = getattr(environment, tool)(**arguments)
+            reward = round(episode.total_reward - before, 6)
+            outcomes.append(Outcome(masked(text, episode.episode_id), reward, episode.done, None))
+        episodes.append(outcomes)
+    manager.shutdown()
+    return episodes
+
+
+@contextmanager
+def opened(spec, kind: str) -> Iterator[Door]:
+    door = open_door(replace(spec, kind=kind))
+    try:
+        yield door
+    finally:
+        door.close()
+
+
+def differences(reference: list[list[Outcome]], other: list[list[Outcome]], scripts, compare_data):
+    found = []
+    for script, expected_episode, episode in zip(scripts, reference, other, strict=True):
+        for index, (expected, got) in enumerate(zip(expected_episode, episode, strict=True)):
+            same = (expected.text, expected.reward, expected.done) == (
+                got.text,
+                got.reward,
+                got.done,
+            )
+            if compare_data and expected.data != got.data:
+                same = False
+            if not same:
+                found.append(f"{script.name} call {index}: {expected} != {got}")
+    return found
+
+
+def test_five_doors_agree_on_300_scripted_episodes(conformance_spec, capfd):
+    with opened(conformance_spec, "inprocess") as door:
+        scripts = all_scripts(door, conformance_spec.split, conformance_spec.max_steps)
+        reference = replay_door(door, scripts)
+    assert len(scripts) == 300
+    results = {"inprocess": reference}
+    for kind in ("mcp-stdio", "mcp-http", "openenv"):
+        with opened(conformance_spec, kind) as door:
+            results[kind] = replay_door(door, scripts)
+    results["trl"] = replay_trl(conformance_spec, scripts)
+
+    calls = sum(len(script.calls) for script in scripts)
+    table = [f"{'door':<11}{'episodes':>9}{'calls':>7}{'identical':>11}  compared"]
+    problems = {}
+    for kind in DOORS:
+        compare_data = kind != "trl"
+        problems[kind] = differences(reference, results[kind], scripts, compare_data)
+        what = "text, reward, done" + (", structured" if compare_data else "")
+        identical = calls + len(scripts) - len(problems[kind])
+        table.append(f"{kind:<11}{len(scripts):>9}{calls:>7}{identical:>11}  {what}")
+    with capfd.disabled():
+        print("\n" + "\n".join(table))
+    assert {kind: found[:3] for kind, found in problems.items() if found} == {}
+    ended = [o for episode in reference for o in episode if o.text.startswith("Error: episode")]
+    assert ended, "the scripts include calls after the end"
