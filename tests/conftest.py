@@ -35,3 +35,11 @@ def demo_catalog(cache_dir):
     from env_core.demo import demo_data_dir
 
     return Catalog.load(demo_data_dir(cache_dir), ["dev"], cache_dir=cache_dir)
+
+
+@pytest.fixture(scope="session")
+def dev_door_spec(spider_dir, cache_dir, spider_catalog):
+    """The eval harness's door spec for Spider dev; servers started from it start warm."""
+    from evals.doors import DoorSpec
+
+    return DoorSpec("inprocess", str(spider_dir), "dev_without_wta_1", str(cache_dir))

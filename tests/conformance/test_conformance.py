@@ -109,16 +109,16 @@ def differences(reference: list[list[Outcome]], other: list[list[Outcome]], scri
     return found
 
 
-def test_five_doors_agree_on_300_scripted_episodes(conformance_spec, capfd):
-    with opened(conformance_spec, "inprocess") as door:
-        scripts = all_scripts(door, conformance_spec.split, conformance_spec.max_steps)
+def test_five_doors_agree_on_300_scripted_episodes(dev_door_spec, capfd):
+    with opened(dev_door_spec, "inprocess") as door:
+        scripts = all_scripts(door, dev_door_spec.split, dev_door_spec.max_steps)
         reference = replay_door(door, scripts)
     assert len(scripts) == 300
     results = {"inprocess": reference}
     for kind in ("mcp-stdio", "mcp-http", "openenv"):
-        with opened(conformance_spec, kind) as door:
+        with opened(dev_door_spec, kind) as door:
             results[kind] = replay_door(door, scripts)
-    results["trl"] = replay_trl(conformance_spec, scripts)
+    results["trl"] = replay_trl(dev_door_spec, scripts)
 
     calls = sum(len(script.calls) for script in scripts)
     table = [f"{'door':<11}{'episodes':>9}{'calls':>7}{'identical':>11}  compared"]

@@ -8,13 +8,10 @@ import pytest
 
 from evals.doors import DoorSpec
 
-DEV = "dev_without_wta_1"
-
 
 @pytest.fixture(scope="session")
-def dev_spec(spider_dir, cache_dir, spider_catalog) -> DoorSpec:
-    # spider_catalog has prepared the split in cache_dir, so doors and servers start warm.
-    return DoorSpec("inprocess", str(spider_dir), DEV, str(cache_dir))
+def dev_spec(dev_door_spec) -> DoorSpec:
+    return dev_door_spec
 
 
 @pytest.fixture(scope="session")
