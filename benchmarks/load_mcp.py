@@ -1,12 +1,12 @@
 """Load on the MCP HTTP server: N concurrent sessions, each playing a 10-step episode.
 
 For each session count, a fresh `sqlenv-mcp --transport http` process on 127.0.0.1 serves
-Spider dev; N clients (lean JSON-RPC over one shared httpx pool, not the SDK client, so the
-load generator stays cheap) each initialise a session, start an episode, make 9 more tool calls
-(describe, sample, queries, answer) and end the session. Prints success rate, p50/p99 step
-latency, throughput and the server's resident memory per session, then the knee: the first
-count where p99 exceeds 1 s or success drops below 99.9%. With --runaway, one more session
-keeps sending a query that would run forever, to show the others' latency while it is cut.
+Spider dev; N clients (lean JSON-RPC over one keep-alive connection each, not the SDK
+client, so the load generator stays cheap) each initialise a session, start an episode, make 9
+more tool calls (describe, sample, queries, answer) and end the session. Prints success rate,
+p50/p99 step latency, throughput and the server's resident memory per session, then the knee:
+the first count where p99 exceeds 1 s or success drops below 99.9%. With --runaway, one more
+session keeps sending a query that would run forever, to show the others' latency meanwhile.
 
     python benchmarks/load_mcp.py --data-dir ../shared/data/spider --sessions 64 256 1000
 """
@@ -37,8 +37,12 @@ class Tally:
 
 
 class Session:
-    def __init__(self, client: httpx.AsyncClient, url: str, tally: Tally) -> None:
-        self.client, self.url, self.tally = client, url, tally
+    """One MCP session over its own keep-alive connection (a shared httpx pool of hundreds of
+    connections costs the load generator more CPU than the server spends)."""
+
+    def __init__(self, url: str, tally: Tally, timeout_s: float) -> None:
+        self.url, self.tally = url, tally
+        self.client = httpx.AsyncClient(limits=httpx.Limits(max_connections=1), timeout=timeout_s)
         self.headers = dict(HEADERS)
         self.next_id = 0
 
@@ -82,6 +86,7 @@ class Session:
 
     async def close(self) -> None:
         await self.client.delete(self.url, headers=self.headers)
+        await self.client.aclose()
 
 
 RUNAWAY_SQL = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
@@ -156,27 +161,26 @@ async def run_level(args: argparse.Namespace, sessions: int) -> dict:
         idle_rss = rss_kib(server.pid)
         peak_rss = idle_rss
         tally = Tally()
-        limits = httpx.Limits(max_connections=sessions, max_keepalive_connections=sessions)
         runaway_ms: list[float] = []
         stop = asyncio.Event()
-        async with httpx.AsyncClient(limits=limits, timeout=args.timeout) as client:
-            runaway = asyncio.create_task(
-                run_away(Session(client, f"{base}/mcp", Tally()), stop, runaway_ms)
-                if args.runaway
-                else asyncio.sleep(0)
-            )
-            started = time.perf_counter()
-            tasks = [
-                asyncio.create_task(play(Session(client, f"{base}/mcp", tally), seed))
-                for seed in range(sessions)
-            ]
-            while not all(task.done() for task in tasks):
-                peak_rss = max(peak_rss, rss_kib(server.pid))
-                await asyncio.sleep(0.2)
-            elapsed = time.perf_counter() - started
-            failed_sessions = sum(1 for task in tasks if task.exception() is not None)
-            stop.set()
-            await runaway
+        url = f"{base}/mcp"
+        runaway = asyncio.create_task(
+            run_away(Session(url, Tally(), args.timeout), stop, runaway_ms)
+            if args.runaway
+            else asyncio.sleep(0)
+        )
+        started = time.perf_counter()
+        tasks = [
+            asyncio.create_task(play(Session(url, tally, args.timeout), seed))
+            for seed in range(sessions)
+        ]
+        while not all(task.done() for task in tasks):
+            peak_rss = max(peak_rss, rss_kib(server.pid))
+            await asyncio.sleep(0.2)
+        elapsed = time.perf_counter() - started
+        failed_sessions = sum(1 for task in tasks if task.exception() is not None)
+        stop.set()
+        await runaway
         latencies = tally.latencies_ms
         return {
             "sessions": sessions,
