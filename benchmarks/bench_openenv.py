@@ -166,6 +166,7 @@ async def measure_latency(floor_url: str, ours_url: str, rounds: int) -> dict[st
 @dataclass(frozen=True)
 class SweepResult:
     success_rate: float
+    p50_ms: float
     p99_ms: float
     rss_kib_per_session: float
     steps_per_s: float
@@ -214,6 +215,7 @@ async def sweep(server: Server, sessions: int) -> SweepResult:
     elapsed = time.perf_counter() - started
     return SweepResult(
         success_rate=sum(outcomes) / sessions,
+        p50_ms=percentile(step_ms, 50),
         p99_ms=percentile(step_ms, 99),
         rss_kib_per_session=(held - baseline) / sessions / 1024,
         steps_per_s=len(step_ms) / elapsed,
@@ -247,8 +249,9 @@ def main() -> None:
         print(f"{o50 / f50:>7.2f}x{o99 / f99:>7.2f}x")
 
     print(f"\nConcurrency sweep: N sessions, each reset + {EPISODE_STEPS} steps")
-    header = f"{'N':>6}  {'server':<6}{'success':>9}{'p99 ms':>9}{'KiB/sess':>10}{'steps/s':>9}"
-    print(header)
+    header = f"{'N':>6}  {'server':<6}{'success':>9}{'p50 ms':>9}{'p99 ms':>9}{'KiB/sess':>10}"
+    print(header + f"{'steps/s':>9}")
+    knee = None
     for sessions in (int(n) for n in args.sweep.split(",")):
         results = {}
         for name, command in (("floor", floor(sessions)), ("ours", ours(args, sessions))):
@@ -256,15 +259,19 @@ def main() -> None:
                 results[name] = asyncio.run(sweep(server, sessions))
             r = results[name]
             print(
-                f"{sessions:>6}  {name:<6}{r.success_rate:>9.1%}{r.p99_ms:>9.1f}"
+                f"{sessions:>6}  {name:<6}{r.success_rate:>9.1%}{r.p50_ms:>9.1f}{r.p99_ms:>9.1f}"
                 f"{r.rss_kib_per_session:>10.0f}{r.steps_per_s:>9.0f}"
             )
         f, o = results["floor"], results["ours"]
         print(
-            f"{sessions:>6}  {'ratio':<6}{'':>9}{o.p99_ms / f.p99_ms:>8.2f}x"
+            f"{sessions:>6}  {'ratio':<6}{'':>9}{o.p50_ms / f.p50_ms:>8.2f}x"
+            f"{o.p99_ms / f.p99_ms:>8.2f}x"
             f"{o.rss_kib_per_session / f.rss_kib_per_session:>9.2f}x"
             f"{o.steps_per_s / f.steps_per_s:>8.2f}x"
         )
+        if knee is None and (o.p99_ms > 1000 or o.success_rate < 0.999):
+            knee = sessions
+    print(f"knee of ours (p99 > 1 s or success < 99.9%): {knee or 'not reached'}")
 
 
 if __name__ == "__main__":
