@@ -1,6 +1,10 @@
 """The LLM policies with a real tiny model built here: in process through `transformers`, and
-over HTTP through a real OpenAI-compatible server (`evals.llm.serve`) running that model."""
+over HTTP through a real OpenAI-compatible server (`evals.llm.serve`) running that model.
 
+The model is the training pipeline's tiny mode: a tiny Qwen3 built locally and warm-started by
+SFT on oracle transcripts of the demo data, so its turns are mostly real tool calls."""
+
+import dataclasses
 import json
 import sys
 
@@ -11,24 +15,28 @@ from env_core.cli import main as sqlenv
 from evals import evaluate, open_door
 from evals.llm.hf_chat import HFChatPolicy
 from evals.llm.settings import GenerationSettings
-from evals.llm.tiny import build_tiny_chat_model
 from evals.local_server import LocalServer, free_port
 from evals.records import RunFolder
+from training.config import load_config, tiny_config
+from training.sft import run_sft
 
-EPISODES = 2
+EPISODES = 3
 SEED = 5
-# Short turns keep the test quick; the random-weight model writes junk whatever the length.
-GENERATION = GenerationSettings(temperature=0.0, max_new_tokens=24)
+GENERATION = GenerationSettings(temperature=0.0, max_new_tokens=96)
 
 
 @pytest.fixture(scope="module")
-def tiny_model(dev_spec, tmp_path_factory, monkeypatch_module):
+def demo_spec(dev_spec):
+    return dataclasses.replace(dev_spec, data_dir=None, split="dev")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory, monkeypatch_module):
     monkeypatch_module.setenv("HF_HUB_OFFLINE", "1")
-    door = open_door(dev_spec)
-    try:
-        return build_tiny_chat_model(door, tmp_path_factory.mktemp("tiny") / "model", episodes=20)
-    finally:
-        door.close()
+    base = load_config(tiny_config("sft"))
+    out = tmp_path_factory.mktemp("sft-tiny")
+    run_sft(dataclasses.replace(base, trainer={**base.trainer, "output_dir": str(out)}))
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +46,8 @@ def monkeypatch_module():
 
 
 @pytest.fixture(scope="module")
-def hf_result(dev_spec, tiny_model):
-    door = open_door(dev_spec)
+def hf_result(demo_spec, tiny_model):
+    door = open_door(demo_spec)
     try:
         return evaluate(door, HFChatPolicy(str(tiny_model), GENERATION), EPISODES, SEED)
     finally:
@@ -56,10 +64,13 @@ def test_the_hf_policy_plays_episodes_to_the_end_counting_malformed_calls(hf_res
     for record in hf_result.records:
         assert record.opening.startswith("Question: ")
         assert record.answered or record.notes.get("gave_up") == 1 or record.steps[-1].done
+    # The warm-started model's calls reach the engine, and it answers.
+    assert steps >= EPISODES
+    assert hf_result.summary.answered >= 1
 
 
 def test_the_openai_policy_plays_through_a_real_local_server(
-    dev_spec, tiny_model, hf_result, tmp_path
+    demo_spec, tiny_model, hf_result, tmp_path
 ):
     port = free_port()
     command = [sys.executable, "-m", "evals.llm.serve", "--model", str(tiny_model)]
@@ -78,10 +89,10 @@ def test_the_openai_policy_plays_through_a_real_local_server(
 
         out = tmp_path / "run"
         policy = ["--policy", "openai", "--base-url", f"{server.url}/v1", "--model", "tiny"]
-        data = ["--data-dir", dev_spec.data_dir, "--split", dev_spec.split]
+        data = ["--split", demo_spec.split]
         run = ["--episodes", str(EPISODES), "--seed", str(SEED), "--out", str(out)]
         tokens = ["--max-new-tokens", str(GENERATION.max_new_tokens)]
-        cache = ["--cache-dir", dev_spec.cache_dir, "--no-progress"]
+        cache = ["--cache-dir", demo_spec.cache_dir, "--no-progress"]
         code = sqlenv(["eval", *policy, *data, *run, *tokens, *cache])
     finally:
         server.stop()
