@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -16,10 +17,13 @@ def spider_dir() -> Path:
 SPIDER_SPLITS = ("dev_without_wta_1", "train_spider_min")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def cache_dir(tmp_path_factory) -> Path:
-    """One catalog cache for the whole test run, so each split is prepared once."""
-    return tmp_path_factory.mktemp("sqlenv-cache")
+    """One catalog cache for the whole test run, so each split is prepared once; also the
+    default cache of everything the tests start, so nothing is written to the home folder."""
+    path = tmp_path_factory.mktemp("sqlenv-cache")
+    os.environ["SQLENV_CACHE_DIR"] = str(path)
+    return path
 
 
 @pytest.fixture(scope="session")
