@@ -129,7 +129,7 @@ class ReadOnlyExecutor:
     ) -> None:
         self.path = Path(path)
         self.limits = limits or ExecutorLimits()
-        self._schema = SchemaCache.shared().get(self.path, immutable=immutable)
+        self._schema = SCHEMAS.get(self.path, immutable=immutable)
         self._table_names = {name.casefold(): name for name in self._schema}
         self._connection = open_read_only(self.path, immutable=immutable)
         self._lock = threading.Lock()
@@ -323,17 +323,9 @@ class SchemaCache:
     Keyed by path, size and modification time, so a file that changes is read again.
     """
 
-    _instance: SchemaCache | None = None
-
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._schemas: dict[tuple[str, int, int], dict[str, TableSchema]] = {}
-
-    @classmethod
-    def shared(cls) -> SchemaCache:
-        if cls._instance is None:
-            cls._instance = cls()
-        return cls._instance
 
     def get(self, path: Path, *, immutable: bool) -> dict[str, TableSchema]:
         try:
@@ -345,6 +337,9 @@ class SchemaCache:
             if key not in self._schemas:
                 self._schemas[key] = read_schema(path, immutable=immutable)
             return self._schemas[key]
+
+
+SCHEMAS = SchemaCache()
 
 
 def read_schema(path: Path, *, immutable: bool) -> dict[str, TableSchema]:

@@ -10,13 +10,8 @@ from evals.doors import DoorSpec
 
 
 @pytest.fixture(scope="session")
-def dev_spec(dev_door_spec) -> DoorSpec:
-    return dev_door_spec
-
-
-@pytest.fixture(scope="session")
-def spec_for(dev_spec):
+def spec_for(dev_door_spec):
     def make(kind: str) -> DoorSpec:
-        return replace(dev_spec, kind=kind)
+        return replace(dev_door_spec, kind=kind)
 
     return make

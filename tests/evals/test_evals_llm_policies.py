@@ -26,8 +26,8 @@ GENERATION = GenerationSettings(temperature=0.0, max_new_tokens=96)
 
 
 @pytest.fixture(scope="module")
-def demo_spec(dev_spec):
-    return dataclasses.replace(dev_spec, data_dir=None, split="dev")
+def demo_spec(dev_door_spec):
+    return dataclasses.replace(dev_door_spec, data_dir=None, split="dev")
 
 
 @pytest.fixture(scope="module")

@@ -15,13 +15,13 @@ PLOTS = ("success_by_hardness", "steps_distribution", "reward_distribution", "to
 
 
 @pytest.fixture(scope="module")
-def run_folders(dev_spec, tmp_path_factory):
+def run_folders(dev_door_spec, tmp_path_factory):
     folders = {}
     for policy in ("oracle", "random"):
         out = tmp_path_factory.mktemp(policy)
-        data = ["--data-dir", dev_spec.data_dir, "--cache-dir", dev_spec.cache_dir]
+        data = ["--data-dir", dev_door_spec.data_dir, "--cache-dir", dev_door_spec.cache_dir]
         run = ["--episodes", str(EPISODES), "--seed", "2", "--out", str(out), "--no-progress"]
-        code = sqlenv(["eval", "--policy", policy, "--split", dev_spec.split, *data, *run])
+        code = sqlenv(["eval", "--policy", policy, "--split", dev_door_spec.split, *data, *run])
         assert code == 0
         folders[policy] = out
     return folders

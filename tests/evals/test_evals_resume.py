@@ -66,8 +66,8 @@ def kill_after(command: list[str], episodes_file: Path, at_least: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(dev_spec):
-    door = open_door(dev_spec)
+def uninterrupted(dev_door_spec):
+    door = open_door(dev_door_spec)
     try:
         return evaluate(door, RandomPolicy(), EPISODES, SEED)
     finally:
@@ -75,19 +75,19 @@ def uninterrupted(dev_spec):
 
 
 def test_a_killed_parallel_run_resumes_to_exactly_the_uninterrupted_episodes(
-    dev_spec, uninterrupted, tmp_path
+    dev_door_spec, uninterrupted, tmp_path
 ):
     out = tmp_path / "run"
     episodes_file = out / "episodes.jsonl"
     at_kill = kill_after(
-        eval_command(dev_spec, out, "--door", "mcp-stdio", "--workers", "2"), episodes_file, 20
+        eval_command(dev_door_spec, out, "--door", "mcp-stdio", "--workers", "2"), episodes_file, 20
     )
     assert 20 <= at_kill < EPISODES
     with episodes_file.open("a") as torn:  # as if killed in the middle of a write
         torn.write('{"index": 7, "question_id": "dev_with')
 
     finished = subprocess.run(
-        eval_command(dev_spec, out, "--door", "inprocess"), capture_output=True, text=True
+        eval_command(dev_door_spec, out, "--door", "inprocess"), capture_output=True, text=True
     )
     assert finished.returncode == 0, finished.stderr
 
@@ -101,11 +101,13 @@ def test_a_killed_parallel_run_resumes_to_exactly_the_uninterrupted_episodes(
     assert f"random (inprocess)  all       {EPISODES}" in finished.stdout
 
 
-def test_a_folder_holding_another_run_is_refused(dev_spec, tmp_path):
+def test_a_folder_holding_another_run_is_refused(dev_door_spec, tmp_path):
     out = tmp_path / "run"
-    first = subprocess.run(eval_command(dev_spec, out, episodes=5), capture_output=True, text=True)
+    first = subprocess.run(
+        eval_command(dev_door_spec, out, episodes=5), capture_output=True, text=True
+    )
     assert first.returncode == 0, first.stderr
-    other_seed = eval_command(dev_spec, out, "--seed", "4", episodes=5)
+    other_seed = eval_command(dev_door_spec, out, "--seed", "4", episodes=5)
     refused = subprocess.run(other_seed, capture_output=True, text=True)
     assert refused.returncode == 2
     assert "holds a different run (seed differ)" in refused.stderr
