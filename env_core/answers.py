@@ -5,7 +5,8 @@ one column), ``list`` (one column, several rows) or ``table`` (several columns).
 that is empty or entirely NULL is refused when constructed (such questions are excluded
 upstream), so an empty answer can never be right by matching an empty gold.
 
-Reading the answer. Nothing is evaluated and `AnswerChecker.check` never raises on bad input.
+Reading the answer. Nothing is evaluated, `AnswerChecker.check` never raises on bad input,
+and reading takes time linear in the answer's length, whatever its shape.
 
 * A string longer than ``max_chars`` is wrong. Surrounding whitespace, a Markdown code fence
   (```` ```json ... ``` ````) and a leading ``Answer:`` or ``Final answer:`` (any case, optionally
@@ -56,7 +57,8 @@ Comparing results.
 * Columns may be permuted, as in Spider's execution accuracy: the answer is right if one order
   of its columns makes the rows match. Matching each column separately is not enough: values
   scrambled across rows are wrong. Only column orders in which every column matches its gold
-  column as a multiset are tried, identity first, at most 1,000 of them.
+  column as a multiset are tried, identity first, at most 1,000 of them, found in at most
+  50,000 search steps; equal gold columns are interchangeable, so their orders count as one.
 """
 
 import bisect
@@ -68,15 +70,22 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Any
 
 _MAX_COLUMN_ORDERS = 1_000
+_MAX_ORDER_SEARCH_STEPS = 50_000
 _MAX_ROUNDED_DECIMALS = 15
-_ANSWER_PREFIX = re.compile(r"^\**\s*(?:final\s+)?answer\s*\**\s*:\s*\**\s*", re.IGNORECASE)
-_CODE_FENCE = re.compile(r"^```(?:[\w+-]*\n)?(.*?)```$", re.DOTALL)
-_NUMBER_TEXT = re.compile(r"[+-]?(?:[1-9]\d{0,2}(?:,\d{3})+|0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
-_THOUSANDS_HEAD = re.compile(r"[+-]?[1-9]\d{0,2}(?:,\d{3})*")
-_THOUSANDS_TAIL = re.compile(r"\d{3}(?:\.\d+)?\s*")
-_BULLET = re.compile(r"^[-*•]\s+")
+# These patterns read agent text. Every quantifier is possessive (it never gives back what it
+# took), so no pattern can backtrack and each runs in time linear in its input.
+_ANSWER_PREFIX = re.compile(r"\**+\s*+(?:final\s++)?answer\s*+\**+\s*+:\s*+\**+\s*+", re.IGNORECASE)
+_FENCE_LANGUAGE = re.compile(r"[\w+-]*+")
+_NUMBER_TEXT = re.compile(
+    r"[+-]?+(?:[1-9]\d{0,2}+(?:,\d{3})++|0|[1-9]\d*+)(?:\.\d++)?+(?:[eE][+-]?+\d++)?+"
+)
+_DIGIT_COMMA_DIGIT = re.compile(r"\d,\d")
+_THOUSANDS_HEAD = re.compile(r"[+-]?+[1-9]\d{0,2}+")
+_THOUSANDS_GROUP = re.compile(r"\d{3}")
+_THOUSANDS_TAIL = re.compile(r"\d{3}(?:\.\d++)?+\s*+")
 
 
 @dataclass(frozen=True)
@@ -142,33 +151,39 @@ class AnswerChecker:
         self.max_chars = max_chars
 
     def check(self, gold: GoldAnswer, value: object) -> Verdict:
+        # The answer's shape is judged before its cells are read, so the work done on a long
+        # answer of the wrong shape does not grow with its number of items.
         try:
-            answer = [tuple(map(_cell, row)) for row in self._read_rows(gold, value)]
+            rows, read_cell = self._read_rows(gold, value)
+            if not any(rows):
+                return Verdict(False, "empty answer")
+            if any(len(row) != len(gold.columns) for row in rows):
+                return Verdict(False, "column count differs")
+            if len(rows) != len(gold.rows):
+                return Verdict(False, "row count differs")
+            answer = [tuple(map(read_cell, row)) for row in rows]
         except _Rejected as rejected:
             return Verdict(False, str(rejected))
-        if not any(answer):
-            return Verdict(False, "empty answer")
-        if any(len(row) != len(gold.columns) for row in answer):
-            return Verdict(False, "column count differs")
-        if len(answer) != len(gold.rows):
-            return Verdict(False, "row count differs")
         return self._compare(gold, answer)
 
-    def _read_rows(self, gold: GoldAnswer, value: object) -> list[list[object]]:
+    def _read_rows(
+        self, gold: GoldAnswer, value: object
+    ) -> tuple[list[list[Any]], Callable[[Any], _Cell]]:
+        """The answer's rows of raw items, and how to read one item as a cell."""
         if isinstance(value, str):
             self._check_size(value)
             text = _strip_answer_prefix(_strip_code_fence(_strip_answer_prefix(value.strip())))
             try:
-                parsed = json.loads(text, parse_float=Decimal)
+                parsed = json.loads(text, parse_float=_json_number)
             except (ValueError, RecursionError):
-                return _rows_from_text(text, gold) if text else []
-            return _rows_from_json(parsed, gold)
+                return (_rows_from_text(text, gold) if text else []), _text_cell
+            return _rows_from_json(parsed, gold), _cell
         try:
             text = json.dumps(value, default=_decimal_as_text)
         except (TypeError, ValueError, RecursionError):
             raise _Rejected("unsupported answer value") from None
         self._check_size(text)
-        return _rows_from_json(json.loads(text, parse_float=Decimal), gold)
+        return _rows_from_json(json.loads(text, parse_float=_json_number), gold), _cell
 
     def _check_size(self, text: str) -> None:
         if len(text) > self.max_chars:
@@ -200,18 +215,28 @@ class AnswerChecker:
     ) -> Iterator[tuple[int, ...]]:
         """Orders of the answer's columns (answer index per gold column), identity first, in
         which every column matches its gold column as a multiset."""
-        gold_columns = [[(cell,) for cell in column] for column in zip(*expected, strict=True)]
         answer_columns = [[(cell,) for cell in column] for column in zip(*answer, strict=True)]
+        by_multiset: defaultdict[frozenset, list[int]] = defaultdict(list)
+        for j, column in enumerate(answer_columns):
+            by_multiset[_multiset(column)].append(j)
         options = []
-        for index, column in enumerate(gold_columns):
-            tolerant = {0} if index in inexact_columns else set()
-            fitting = [
-                j
-                for j, candidate in enumerate(answer_columns)
-                if self._rows_match(column, candidate, tolerant, ordered=False)
-            ]
-            options.append(sorted(fitting, key=lambda j, index=index: j != index))
-        return _distinct_choices(options, [])
+        for index, column in enumerate(zip(*expected, strict=True)):
+            gold_column = [(cell,) for cell in column]
+            if index in inexact_columns:
+                fitting = [
+                    j
+                    for j, candidate in enumerate(answer_columns)
+                    if self._rows_match(gold_column, candidate, {0}, ordered=False)
+                ]
+            else:
+                fitting = by_multiset.get(_multiset(gold_column), [])
+            if index in fitting:  # the identity order comes first
+                at = fitting.index(index)
+                fitting = [index, *fitting[:at], *fitting[at + 1 :]]
+            options.append(fitting)
+        if not _has_perfect_matching(options, len(answer_columns)):
+            return iter(())
+        return _distinct_choices(options, _previous_equal(list(zip(*expected, strict=True))))
 
     def _rows_match(
         self,
@@ -282,12 +307,28 @@ def _is_rounding_of(answer: _Number, gold: Decimal) -> bool:
 
 
 def _strip_answer_prefix(text: str) -> str:
-    return _ANSWER_PREFIX.sub("", text, count=1).strip()
+    prefix = _ANSWER_PREFIX.match(text)
+    return text[prefix.end() :].strip() if prefix else text
 
 
 def _strip_code_fence(text: str) -> str:
-    fenced = _CODE_FENCE.match(text)
-    return fenced.group(1).strip() if fenced else text
+    """The inside of a fenced block (```` ```lang ... ``` ````), or the text as it is."""
+    if len(text) < 6 or not (text.startswith("```") and text.endswith("```")):
+        return text
+    inside = text[3:-3]
+    language, newline, body = inside.partition("\n")
+    if newline and _FENCE_LANGUAGE.fullmatch(language):
+        inside = body
+    return inside.strip()
+
+
+def _json_number(text: str) -> Decimal | str:
+    """A JSON number with the decimals it was written with; as text if Decimal cannot hold it
+    (an exponent in the quintillions), which then compares as a string."""
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        return text
 
 
 def _decimal_as_text(value: object) -> str:
@@ -314,13 +355,19 @@ def _rows_from_json(value: object, gold: GoldAnswer) -> list[list[object]]:
 
 
 def _rows_from_text(text: str, gold: GoldAnswer) -> list[list[object]]:
+    """Rows of raw text items; `_text_cell` reads each."""
     if gold.kind == "scalar":
-        return [[_plain_item(text)]]
+        return [[text]]
     lines = _content_lines(text)
     if gold.kind == "list":
         items = lines if len(lines) > 1 else [i for line in lines for i in _split_cells(line)]
-        return [[_plain_item(item)] for item in items]
-    return [[_plain_item(cell) for cell in _split_cells(line)] for line in lines]
+        return [[item] for item in items[: len(gold.rows) + 1]]  # enough to tell the count
+    rows = []
+    for line in lines:
+        rows.append(_split_cells(line))
+        if len(rows[-1]) != len(gold.columns):
+            break  # this row decides the verdict (column count differs): skip the rest
+    return rows
 
 
 def _content_lines(text: str) -> list[str]:
@@ -329,7 +376,8 @@ def _content_lines(text: str) -> list[str]:
         lines = lines[2:]  # a Markdown table: header, then the --- rule
     content = []
     for line in lines:
-        line = _BULLET.sub("", line)
+        if line[0] in "-*•" and line[1:2].isspace():
+            line = line[1:].lstrip()
         if len(line) >= 2 and line[0] == line[-1] == "|":
             line = line[1:-1]
         content.append(line)
@@ -344,17 +392,22 @@ def _split_cells(line: str) -> list[str]:
     for separator in ("|", "\t", ";"):
         if separator in line:
             return line.split(separator)
-    items: list[str] = []
+    if not _DIGIT_COMMA_DIGIT.search(line):
+        return line.split(",")
+    items: list[list[str]] = []  # each item as its comma-separated pieces
+    continues = False  # the last item is digit groups that a ",ddd" piece would continue
     for piece in line.split(","):
-        if (
-            items
-            and _THOUSANDS_HEAD.fullmatch(items[-1].lstrip())
-            and _THOUSANDS_TAIL.fullmatch(piece)
-        ):
-            items[-1] += "," + piece
+        if continues and _THOUSANDS_TAIL.fullmatch(piece):
+            items[-1].append(piece)
+            continues = bool(_THOUSANDS_GROUP.fullmatch(piece))
         else:
-            items.append(piece)
-    return items
+            items.append([piece])
+            continues = piece != "" and bool(_THOUSANDS_HEAD.fullmatch(piece.lstrip()))
+    return [",".join(pieces) for pieces in items]
+
+
+def _text_cell(item: str) -> _Cell:
+    return _cell(_plain_item(item))
 
 
 def _plain_item(item: str) -> object:
@@ -378,8 +431,9 @@ def _cell(raw: object) -> _Cell:
     if isinstance(raw, str):
         text = raw.strip()
         if _NUMBER_TEXT.fullmatch(text):
-            exact = not any(mark in text for mark in ".eE")
-            return _decimal_number(Decimal(text.replace(",", "")), exact)
+            number = _json_number(text.replace(",", ""))
+            if isinstance(number, Decimal):
+                return _decimal_number(number, exact=not any(mark in text for mark in ".eE"))
         return " ".join(text.split()).casefold()
     raise _Rejected("cells must be plain values, not nested lists or objects")
 
@@ -399,13 +453,51 @@ def _row_key(row: tuple[_Cell, ...]) -> tuple[object, ...]:
     return tuple(map(_key, row))
 
 
-def _distinct_choices(options: list[list[int]], chosen: list[int]) -> Iterator[tuple[int, ...]]:
-    if len(chosen) == len(options):
-        yield tuple(chosen)
-        return
-    for choice in options[len(chosen)]:
-        if choice not in chosen:
-            yield from _distinct_choices(options, [*chosen, choice])
+def _multiset(column: list[tuple[_Cell]]) -> frozenset:
+    return frozenset(Counter(map(_row_key, column)).items())
+
+
+def _previous_equal(columns: list[tuple[_Cell, ...]]) -> list[int | None]:
+    """For each column, the index of the last earlier column holding the same cells."""
+    last_seen: dict[tuple[_Cell, ...], int] = {}
+    previous = []
+    for index, column in enumerate(columns):
+        previous.append(last_seen.get(column))
+        last_seen[column] = index
+    return previous
+
+
+def _distinct_choices(
+    options: list[list[int]], previous_equal: list[int | None]
+) -> Iterator[tuple[int, ...]]:
+    """Tuples taking one option per position, all different, depth first in option order.
+
+    Equal gold columns are interchangeable, so a column equal to an earlier one only takes a
+    higher answer index than that one did. The search stops after a bounded number of steps:
+    with tolerant columns, pairs that fit one by one can leave many dead ends.
+    """
+    chosen: list[int] = []
+    taken: set[int] = set()
+    pending = [iter(options[0])]  # per position, the options not tried yet
+    steps = 0
+    while pending and steps < _MAX_ORDER_SEARCH_STEPS:
+        twin = previous_equal[len(chosen)]
+        above = -1 if twin is None else chosen[twin]
+        for choice in pending[-1]:
+            steps += 1
+            if choice > above and choice not in taken:
+                break
+        else:
+            pending.pop()
+            if chosen:
+                taken.discard(chosen.pop())
+            continue
+        if len(chosen) + 1 == len(options):
+            yield (*chosen, choice)
+            continue
+        chosen.append(choice)
+        taken.add(choice)
+        pending.append(iter(options[len(chosen)]))
 
 
 class _RowsByNumber:
