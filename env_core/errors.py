@@ -27,11 +27,25 @@ class UnknownTableError(ToolError):
 
 
 class QueryRejectedError(ToolError):
-    """SQL that is not a single read-only statement within the size limits."""
+    """SQL that is not a single read-only statement within the size and memory limits."""
+
+    @classmethod
+    def over_memory(cls, memory_mb: int) -> "QueryRejectedError":
+        return cls(
+            f"the query was stopped: it needed more than the {memory_mb} MiB of memory a "
+            "query may use; simplify it, filter earlier or add a LIMIT"
+        )
 
 
 class QueryTimeoutError(ToolError):
     """SQL that ran past its deadline and was interrupted."""
+
+    @classmethod
+    def after(cls, timeout_s: float) -> "QueryTimeoutError":
+        return cls(
+            f"query stopped after the {timeout_s:g} s time limit; "
+            "add a LIMIT, filter earlier or avoid cross joins"
+        )
 
 
 class QueryFailedError(ToolError):
@@ -54,6 +68,10 @@ class EpisodeFinishedError(EpisodeError):
     """The episode has ended (answered or out of budget); start a new one."""
 
 
+class EpisodeBusyError(EpisodeError):
+    """Another call on the same episode is still running; the episode goes on."""
+
+
 class CapacityError(SQLEnvError):
     """The session manager holds as many episodes as it may."""
 
@@ -61,3 +79,14 @@ class CapacityError(SQLEnvError):
 def error_kind(error: SQLEnvError) -> str:
     """A stable snake_case name for an error, e.g. UnknownTableError -> "unknown_table"."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", type(error).__name__.removesuffix("Error")).lower()
+
+
+def ends_episode(error: SQLEnvError) -> bool:
+    """Whether an error means the episode can take no more calls (a door reports done)."""
+    return isinstance(error, UnknownEpisodeError | EpisodeFinishedError)
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """A value as an error message echoes it: quoted, and cut short when long."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,17 +1,45 @@
-"""Renderings of tool results: compact text for language models, plain data for programs."""
+"""Renderings of tool results: compact text for language models, plain data for programs.
+
+Names and values come from databases and agents, and the text is shown in terminals and logs:
+control characters in it are written as escapes (``\\x1b``, ``\\n``), never sent raw. The data
+renderings keep every value exact.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from env_core.executor import Cell, QueryResult, TableSchema
+if TYPE_CHECKING:
+    from env_core.executor import Cell, QueryResult, TableSchema
+
+# C0 controls but tab (harmless, and common in data), DEL and the C1 controls.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_ASCII_CONTROLS = bytes([*range(0x09), *range(0x0A, 0x20), 0x7F])
+
+
+def visible(text: str) -> str:
+    """The text with its control characters escaped, as a terminal should show it."""
+    if text.isprintable():
+        return text
+    return _CONTROL.sub(_escape, text)
+
+
+def error_text(error: Exception) -> str:
+    """An error as every door shows it to the agent."""
+    return f"Error: {visible(str(error))}"
+
+
+def _escape(control: re.Match[str]) -> str:
+    char = control.group()
+    return "\\n" if char == "\n" else f"\\x{ord(char):02x}"
 
 
 def cell_text(cell: Cell) -> str:
     if type(cell) is str:
-        if "\n" in cell or "|" in cell:
-            return cell.replace("\n", "\\n").replace("|", "\\|")
+        if "|" in cell or not cell.isprintable():
+            return visible(cell).replace("|", "\\|")
         return cell
     return "NULL" if cell is None else repr(cell)
 
@@ -20,7 +48,7 @@ def row_text(row: tuple[Cell, ...]) -> str:
     # cell_text inlined for the common cells: this runs for every cell shown.
     return " | ".join(
         [
-            (c if "|" not in c and "\n" not in c else cell_text(c))
+            (c if "|" not in c and c.isprintable() else cell_text(c))
             if type(c) is str
             else ("NULL" if c is None else str(c))
             for c in row
@@ -29,7 +57,7 @@ def row_text(row: tuple[Cell, ...]) -> str:
 
 
 def rows_text(result: QueryResult) -> str:
-    lines = [" | ".join(result.columns)]
+    lines = [visible(" | ".join(result.columns))]
     lines.extend([row_text(row) for row in result.rows])
     count = len(result.rows)
     if result.truncated:
@@ -54,17 +82,30 @@ def schema_text(schema: TableSchema) -> str:
             f"  {fk.column} -> {fk.ref_table}.{fk.ref_column or '(primary key)'}"
             for fk in schema.foreign_keys
         )
-    return "\n".join(lines)
+    return _visible_lines(lines)
 
 
 def start_text(question: str, db_id: str, tables: Sequence[str], budget: int) -> str:
-    return (
-        f"Question: {question}\n"
-        f"Database: {db_id}\n"
-        f"Tables: {', '.join(tables)}\n"
-        f"You have {budget} steps. Tools: describe(table), sample(table, n), query(sql), "
-        "answer(value). Each call is one step; answer ends the episode."
+    return _visible_lines(
+        [
+            f"Question: {question}",
+            f"Database: {db_id}",
+            f"Tables: {', '.join(tables)}",
+            f"You have {budget} steps. Tools: describe(table), sample(table, n), query(sql), "
+            "answer(value). Each call is one step; answer ends the episode.",
+        ]
     )
+
+
+def _visible_lines(lines: list[str]) -> str:
+    """The lines as one text, a line holding a control character (a newline in a name
+    included) with it escaped."""
+    text = "\n".join(lines)
+    if text.isascii():  # most text: one pass in C deletes the controls, separators included
+        plain = len(text) - len(text.encode().translate(None, _ASCII_CONTROLS)) == len(lines) - 1
+    else:
+        plain = all(map(str.isprintable, lines))
+    return text if plain else "\n".join(map(visible, lines))
 
 
 def rows_data(result: QueryResult) -> dict[str, Any]:
