@@ -5,14 +5,20 @@ question files (`*.json`, each a list of records with `db_id`, `question` and `q
 fields of the full Spider format are ignored). Every gold query is run once under the agent's
 safety limits; questions whose gold cannot serve as an answer key are excluded with a reason.
 The prepared split is cached on disk under a key made of the content hashes of the question
-file, the databases it names, the engine code that prepares it and the limits.
+file, the databases it names, the engine code that prepares it and the limits. A cache file
+carries the hash of its own content: one that cannot be read, is damaged or was edited is
+prepared again, and one that cannot be written leaves the split served from memory, each with a
+warning in the log.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -21,12 +27,16 @@ from pathlib import Path
 
 from env_core import sql_analysis
 from env_core.answers import GoldAnswer
-from env_core.errors import DataError, ToolError, UnknownQuestionError
+from env_core.errors import DataError, ToolError, UnknownQuestionError, shown
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
 
 SPLIT_ALIASES = {"dev": ("dev",), "train": ("train_spider", "train_spider_min")}
 MAX_GOLD_ROWS = 100
 _PREPARING_CODE = ("catalog.py", "sql_analysis.py", "executor.py", "answers.py")
+# A cache file is this header, the SHA-256 of the rest, a newline, then the split as JSON.
+_CACHE_HEADER = b"sqlenv catalog sha256:"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -107,19 +117,19 @@ class Catalog:
             return self._by_id[question_id]
         except KeyError:
             raise UnknownQuestionError(
-                f"no question {question_id!r} in the loaded splits ({', '.join(self.splits)}); "
-                "ids look like 'dev:12'"
+                f"no question {shown(question_id)} in the loaded splits "
+                f"({', '.join(self.splits)}); ids look like 'dev:12'"
             ) from None
 
     def questions(self, split: str | None = None, db_id: str | None = None) -> tuple[Question, ...]:
         if split is not None and split not in self.splits:
             raise UnknownQuestionError(
-                f"split {split!r} is not loaded; loaded splits: {', '.join(self.splits)}"
+                f"split {shown(split)} is not loaded; loaded splits: {', '.join(self.splits)}"
             )
         chosen = [self.splits[split]] if split else self.splits.values()
         found = tuple(q for s in chosen for q in s.questions if db_id in (None, q.db_id))
         if not found:
-            where = f"database {db_id!r}" if db_id else "this catalog"
+            where = f"database {shown(db_id)}" if db_id else "this catalog"
             raise UnknownQuestionError(f"no questions for {where} in split {split or 'any'}")
         return found
 
@@ -159,15 +169,64 @@ def _load_split(
     records = _read_records(source)
     db_ids = sorted({record["db_id"] for record in records})
     cache_file = cache_dir / f"{name}-{_cache_key(data_dir, source, db_ids, limits)}.json"
-    if cache_file.is_file() and not refresh:
-        questions, excluded = _decode(name, json.loads(cache_file.read_text()))
+    cached = None if refresh else _read_cache(cache_file, name)
+    if cached is not None:
+        questions, excluded = cached
         return Split(name, source, questions, excluded, True, time.perf_counter() - started)
     questions, excluded = _prepare(data_dir, name, records, limits)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    partial = cache_file.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(json.dumps(_encode(questions, excluded)))
-    partial.replace(cache_file)
+    _write_cache(cache_file, _encode(questions, excluded))
     return Split(name, source, questions, excluded, False, time.perf_counter() - started)
+
+
+def _read_cache(
+    cache_file: Path, split: str
+) -> tuple[tuple[Question, ...], tuple[Exclusion, ...]] | None:
+    """The cached split, or None when there is none or it cannot be trusted (then it is
+    prepared again and the cache rewritten)."""
+    try:
+        content = cache_file.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        log.warning("cannot read the catalog cache %s (%s); preparing it again", cache_file, error)
+        return None
+    header, _, payload = content.partition(b"\n")
+    if header != _CACHE_HEADER + hashlib.sha256(payload).hexdigest().encode():
+        log.warning(
+            "the catalog cache %s is damaged or was edited (its content does not match its "
+            "hash); preparing the split again",
+            cache_file,
+        )
+        return None
+    try:
+        return _decode(split, json.loads(payload))
+    except (ValueError, TypeError, KeyError, RecursionError) as error:
+        log.warning(
+            "the catalog cache %s does not hold a valid split (%s); preparing it again",
+            cache_file,
+            error,
+        )
+        return None
+
+
+def _write_cache(cache_file: Path, payload: dict) -> None:
+    """Write the cache atomically. One that cannot be written costs the next start only."""
+    content = json.dumps(payload).encode()
+    content = _CACHE_HEADER + hashlib.sha256(content).hexdigest().encode() + b"\n" + content
+    partial = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_bytes(content)
+        partial.replace(cache_file)
+    except OSError as error:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        log.warning(
+            "cannot write the catalog cache in %s (%s); serving the catalog from memory, "
+            "the next start prepares it again",
+            cache_file.parent,
+            error,
+        )
 
 
 def _read_records(source: Path) -> list[dict]:
@@ -278,17 +337,39 @@ def _encode(questions: tuple[Question, ...], excluded: tuple[Exclusion, ...]) ->
     }
 
 
-def _decode(split: str, payload: dict) -> tuple[tuple[Question, ...], tuple[Exclusion, ...]]:
-    questions = tuple(
-        Question(
-            qid,
-            split,
-            db_id,
-            text,
-            sql,
-            GoldAnswer(tuple(cols), tuple(map(tuple, rows)), ordered),
-            hardness,
-        )
-        for qid, db_id, text, sql, hardness, cols, rows, ordered in payload["questions"]
+def _decode(split: str, payload: object) -> tuple[tuple[Question, ...], tuple[Exclusion, ...]]:
+    """The split a cache holds; ValueError when it holds anything else."""
+    if not isinstance(payload, dict):
+        raise ValueError("not a JSON object")
+    questions, excluded = payload["questions"], payload["excluded"]
+    if not isinstance(questions, list) or not isinstance(excluded, list):
+        raise ValueError("questions and excluded must be lists")
+    return (
+        tuple(_decode_question(split, fields) for fields in questions),
+        tuple(_decode_exclusion(fields) for fields in excluded),
     )
-    return questions, tuple(Exclusion(*fields) for fields in payload["excluded"])
+
+
+def _decode_question(split: str, fields: list) -> Question:
+    qid, db_id, text, sql, hardness, columns, rows, ordered = fields
+    if not (
+        _all_strings([qid, db_id, text, sql, hardness])
+        and isinstance(columns, list)
+        and _all_strings(columns)
+        and isinstance(rows, list)
+        and all(isinstance(row, list) for row in rows)
+        and isinstance(ordered, bool)
+    ):
+        raise ValueError("a question has fields of the wrong type")
+    gold = GoldAnswer(tuple(columns), tuple(map(tuple, rows)), ordered)
+    return Question(qid, split, db_id, text, sql, gold, hardness)
+
+
+def _decode_exclusion(fields: list) -> Exclusion:
+    if not isinstance(fields, list) or len(fields) != 4 or not _all_strings(fields):
+        raise ValueError("an exclusion must be four strings")
+    return Exclusion(*fields)
+
+
+def _all_strings(values: list) -> bool:
+    return all(isinstance(value, str) for value in values)
