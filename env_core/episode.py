@@ -9,10 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 from env_core import render
 from env_core.answers import AnswerChecker
-from env_core.errors import EpisodeFinishedError, InvalidArgumentError, ToolError, error_kind
+from env_core.errors import (
+    EpisodeBusyError,
+    EpisodeFinishedError,
+    InvalidArgumentError,
+    ToolError,
+    error_kind,
+)
 from env_core.executor import ReadOnlyExecutor
 from env_core.rewards import RewardTracker
-from env_core.tools import TOOLS_BY_NAME
+from env_core.sandbox import Work, finish, finish_async
+from env_core.tools import check_arguments, specs_by_name
 
 if TYPE_CHECKING:
     from env_core.catalog import Question
@@ -90,6 +97,9 @@ class Episode:
     correct: bool | None = None
     total_reward: float = 0.0
     last_active: float = 0.0
+    owner: str | None = None
+    client: str | None = None
+    _busy: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -122,16 +132,37 @@ class Episode:
 
     def call(self, tool: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
         """Make one tool call. Mistakes the agent can fix come back as results with ok=False."""
+        return finish(self.work(tool, arguments))
+
+    async def call_async(self, tool: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
+        """`call` on the running event loop: SQL waits for its worker without a thread."""
+        return await finish_async(self.work(tool, arguments))
+
+    def work(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Work[ToolResult]:
+        """One tool call as a generator of sandbox calls (see `env_core.sandbox`).
+
+        One call at a time: a call made while another is running is refused, unspent.
+        """
         arguments = dict(arguments or {})
         with self._lock:
             if self.done:
                 raise EpisodeFinishedError(
                     f"episode {self.episode_id} has ended ({self._ending()}); start a new episode"
                 )
-            result = self._run(tool, arguments)
-            self.history.append(Step(tool, arguments, result))
-            self.total_reward = round(self.total_reward + result.reward, 6)
+            if self._busy:
+                raise EpisodeBusyError(
+                    f"episode {self.episode_id} is still running a call; "
+                    "make the next call when that one has returned"
+                )
+            self._busy = True
+        try:
+            result = yield from self._run(tool, arguments)
+            with self._lock:
+                self.history.append(Step(tool, arguments, result))
+                self.total_reward = round(self.total_reward + result.reward, 6)
             return result
+        finally:
+            self._busy = False
 
     def abandon(self) -> float:
         """End an unfinished episode without an answer, booking the wrong-answer terminal
@@ -153,28 +184,29 @@ class Episode:
             return "was answered"
         return "ran out of steps" if self.budget_left == 0 else "was abandoned"
 
-    def _run(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
+    def _run(self, tool: str, arguments: dict[str, Any]) -> Work[ToolResult]:
         call_key = repr(sorted(arguments.items()))
         try:
-            _check_arguments(tool, arguments)
+            limits = self.executor.limits
+            check_arguments(tool, arguments, specs_by_name(limits.max_rows, limits.max_sample_rows))
             if tool == "answer":
                 return self._answer(arguments["value"])
-            text, data, table = self._explore(tool, arguments)
+            text, data, table = yield from self._explore(tool, arguments)
         except ToolError as error:
-            text = f"Error: {error}"
+            text = render.error_text(error)
             data = {"error": error_kind(error), "message": str(error)}
             return self._finish_step(tool, False, text, data, call_key, None)
         return self._finish_step(tool, True, text, data, call_key, table)
 
-    def _explore(self, tool: str, arguments: dict[str, Any]) -> tuple[str, dict, str | None]:
+    def _explore(self, tool: str, arguments: dict[str, Any]) -> Work[tuple[str, dict, str | None]]:
         if tool == "describe":
             schema = self.executor.describe(arguments["table"])
             return render.schema_text(schema), render.schema_data(schema), schema.name
         if tool == "sample":
             table = self.executor.resolve_table(arguments["table"])
-            result = self.executor.sample(table, arguments.get("n", 5))
+            result = yield from self.executor.sample_work(table, arguments.get("n", 5))
             return render.rows_text(result), render.rows_data(result), table
-        result = self.executor.query(arguments["sql"])
+        result = yield from self.executor.query_work(arguments["sql"])
         return render.rows_text(result), render.rows_data(result), None
 
     def _finish_step(
@@ -202,28 +234,3 @@ class Episode:
         reward = round(self.rewards.terminal(verdict.correct), 6)
         text = f"{'Correct' if verdict.correct else 'Incorrect'}. The episode is over."
         return ToolResult("answer", True, text, {"correct": verdict.correct}, reward, True)
-
-
-def _check_arguments(tool: str, arguments: dict[str, Any]) -> None:
-    spec = TOOLS_BY_NAME.get(tool)
-    if spec is None:
-        raise InvalidArgumentError(f"unknown tool {tool!r}; tools are: {', '.join(TOOLS_BY_NAME)}")
-    properties = spec.parameters["properties"]
-    unknown = sorted(set(arguments) - set(properties))
-    if unknown:
-        raise InvalidArgumentError(
-            f"{tool} does not take {', '.join(unknown)}; it takes: {', '.join(properties)}"
-        )
-    missing = [name for name in spec.parameters["required"] if name not in arguments]
-    if missing:
-        raise InvalidArgumentError(f"{tool} needs {', '.join(missing)}")
-    for name, value in arguments.items():
-        expected = properties[name]["type"]
-        if expected == "string" and tool != "answer" and not isinstance(value, str):
-            raise InvalidArgumentError(f"{tool}: {name} must be a string")
-        if expected == "integer":
-            low, high = properties[name]["minimum"], properties[name]["maximum"]
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise InvalidArgumentError(
-                    f"{tool}: {name} must be a whole number from {low} to {high}"
-                )

@@ -6,8 +6,14 @@ Layers, each sufficient on its own against writes:
   3. an authorizer allows only SELECT, reads, functions and recursive CTEs, and denies every
      other action code (writes, DDL, temp objects, ATTACH/DETACH, PRAGMA, transactions);
   4. limits: no attached databases, bounded SQL length and value size, a progress-handler
-     deadline on every statement, one statement per call, `fetchmany(limit + 1)` and byte caps.
+     deadline on every statement, one statement per call, rows capped while they are fetched.
 Table names from agents are matched against `sqlite_master` and quoted, never pasted into SQL.
+
+With a `Sandbox`, agent SQL runs in a worker process instead (see `env_core.sandbox`), which
+also bounds the time and memory SQLite spends *preparing* a statement. Only calls that are
+bounded by construction run here: describe (read once, cached) and sample on a plain table.
+Functions that cannot be interrupted are replaced on every connection, so a schema expression
+(a generated column or a view in the user's file) cannot call them either.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from env_core.errors import (
@@ -27,6 +34,12 @@ from env_core.errors import (
     QueryTimeoutError,
     UnknownTableError,
 )
+from env_core.render import visible
+from env_core.sandbox import Job, Work, finish
+from env_core.tools import check_text
+
+if TYPE_CHECKING:
+    from env_core.sandbox import Sandbox
 
 Cell = int | float | str | None
 
@@ -78,6 +91,8 @@ class TableSchema:
     columns: tuple[Column, ...]
     foreign_keys: tuple[ForeignKey, ...]
     row_count: int
+    # Reading it evaluates expressions: a virtual table, or generated columns.
+    computed: bool = False
 
 
 _ALLOWED_ACTIONS = frozenset(
@@ -109,36 +124,87 @@ def quote_identifier(name: str) -> str:
 
 
 def open_read_only(path: Path, *, immutable: bool) -> sqlite3.Connection:
-    """Open an existing SQLite file read-only; never creates a file."""
+    """Open an existing SQLite file read-only; never creates or changes a file beside it.
+
+    A database in WAL mode is opened `immutable` even when others may write it: a reader would
+    otherwise create (and write to) `-wal` and `-shm` files next to it. It then shows what
+    has been checkpointed into the main file.
+    """
     if not path.is_file():
         raise DataError(f"database file not found: {path}")
+    immutable = immutable or _in_wal_mode(path)
     uri = f"file:{quote(str(path.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
     try:
         connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
         connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as error:
         raise DataError(f"cannot open {path} as a SQLite database: {error}") from error
+    for name, arity in _UNINTERRUPTIBLE:
+        connection.create_function(name, arity, _refuse(name))
     return connection
 
 
+def _in_wal_mode(path: Path) -> bool:
+    with path.open("rb") as handle:
+        header = handle.read(20)
+    return len(header) == 20 and header[18:20] == b"\x02\x02"
+
+
+# Replaced on every connection, so that no SQL, the schema's included, can call them.
+_UNINTERRUPTIBLE = (("printf", -1), ("format", -1), ("load_extension", 1), ("load_extension", 2))
+
+
+def _refuse(name: str):
+    def refuse(*_args: Any) -> None:
+        raise sqlite3.OperationalError(f"{name} is not allowed")
+
+    return refuse
+
+
+def file_state(path: Path) -> tuple[int, int]:
+    """What changes when another program writes the file: its size and modification time."""
+    stat = path.stat()
+    return stat.st_size, stat.st_mtime_ns
+
+
+# Bounds a row of a table sampled in process: columns x the value-size limit.
+INLINE_SAMPLE_COLUMNS = 256
+
+
 class ReadOnlyExecutor:
-    """One read-only connection to one database file. Calls are serialised by a lock."""
+    """One read-only connection to one database file. Calls are serialised by a lock.
+
+    `immutable`: nothing else writes the file (the catalog's databases). Otherwise (a user's
+    file) the schema is read again whenever the file changes.
+    """
 
     def __init__(
-        self, path: Path, limits: ExecutorLimits | None = None, *, immutable: bool = True
+        self,
+        path: Path,
+        limits: ExecutorLimits | None = None,
+        *,
+        immutable: bool = True,
+        sandbox: Sandbox | None = None,
     ) -> None:
         self.path = Path(path)
         self.limits = limits or ExecutorLimits()
-        self._schema = SCHEMAS.get(self.path, immutable=immutable)
-        self._table_names = {name.casefold(): name for name in self._schema}
-        self._connection = open_read_only(self.path, immutable=immutable)
+        self.immutable = immutable
+        self.sandbox = sandbox
         self._lock = threading.Lock()
         self._deadline = 0.0
         self._denied: str | None = None
+        self._open()
+
+    def _open(self) -> None:
+        self._state = file_state(self.path) if self.path.exists() else None
+        self._schema = SCHEMAS.get(self.path, immutable=self.immutable)
+        self._table_names = {name.casefold(): name for name in self._schema}
+        self._connection = open_read_only(self.path, immutable=self.immutable)
         self._harden()
 
     @property
     def tables(self) -> tuple[str, ...]:
+        self._follow_changes()
         return tuple(self._schema)
 
     def close(self) -> None:
@@ -149,25 +215,43 @@ class ReadOnlyExecutor:
         """The table's real name, matched case-insensitively against `sqlite_master`."""
         if not isinstance(name, str) or not name.strip():
             raise InvalidArgumentError("table must be a non-empty table name")
+        check_text("table", name)
+        self._follow_changes()
         table = self._table_names.get(name.strip().strip('"`[]').casefold())
         if table is not None:
             return table
         shown = name if len(name) <= 80 else name[:80] + "..."
-        raise UnknownTableError(f"no such table: {shown}; tables are: {', '.join(self._schema)}")
+        tables = ", ".join(map(visible, self._schema))
+        raise UnknownTableError(f"no such table: {visible(shown)}; tables are: {tables}")
 
     def describe(self, table: str) -> TableSchema:
-        return self._schema[self.resolve_table(table)]
+        name = self.resolve_table(table)  # first: it may read a changed schema
+        return self._schema[name]
 
     def sample(self, table: str, n: int = 5) -> QueryResult:
+        return finish(self.sample_work(table, n))
+
+    def query(self, sql: str, max_rows: int | None = None) -> QueryResult:
+        return finish(self.query_work(sql, max_rows))
+
+    def sample_work(self, table: str, n: int = 5) -> Work[QueryResult]:
+        """Sample as a call (see `env_core.sandbox`): in process on a plain table, whose rows
+        are bounded by its width; in the sandbox when reading it computes expressions."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidArgumentError("n must be a whole number of rows, at least 1")
         n = min(n, self.limits.max_sample_rows)
-        sql = f"SELECT * FROM {quote_identifier(self.resolve_table(table))} LIMIT {n}"
-        return self._run(sql, n)
+        schema = self.describe(table)
+        if self.sandbox is not None and (
+            schema.computed or len(schema.columns) > INLINE_SAMPLE_COLUMNS
+        ):
+            return (yield self._job("sample", schema.name, n))
+        return self._run(f"SELECT * FROM {quote_identifier(schema.name)} LIMIT {n}", n)
 
-    def query(self, sql: str, max_rows: int | None = None) -> QueryResult:
+    def query_work(self, sql: str, max_rows: int | None = None) -> Work[QueryResult]:
+        """Run agent SQL as a call: in the sandbox when there is one."""
         if not isinstance(sql, str) or not sql.strip():
             raise InvalidArgumentError("sql must be a non-empty SELECT statement")
+        check_text("sql", sql)
         if len(sql) > self.limits.max_sql_chars:
             raise QueryRejectedError(
                 f"SQL is {len(sql)} characters; the limit is {self.limits.max_sql_chars}"
@@ -176,11 +260,32 @@ class ReadOnlyExecutor:
             isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1
         ):
             raise InvalidArgumentError("max_rows must be a whole number, at least 1")
-        return self._run(sql, max_rows or self.limits.max_rows)
+        limit = max_rows or self.limits.max_rows
+        if self.sandbox is not None:
+            return (yield self._job("query", sql, limit))
+        return self._run(sql, limit)
+
+    def _job(self, kind: str, argument: str, max_rows: int) -> tuple[Sandbox, Job]:
+        job = Job(str(self.path), self.immutable, self.limits, kind, argument, max_rows)
+        return self.sandbox, job
+
+    def _follow_changes(self) -> None:
+        """Read the schema and reopen the file again if another program changed it."""
+        if self.immutable:
+            return
+        try:
+            state = file_state(self.path)
+        except OSError:
+            return  # gone: the next statement reports it
+        if state != self._state:
+            with self._lock:
+                self._connection.close()
+                self._open()
 
     def _harden(self) -> None:
         connection = self._connection
         connection.execute("PRAGMA query_only = ON")
+        connection.execute("PRAGMA temp_store = MEMORY")  # sorts never write temporary files
         connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         connection.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, self.limits.max_sql_chars * 4)
         connection.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, self.limits.max_value_bytes)
@@ -196,15 +301,14 @@ class ReadOnlyExecutor:
         ):
             return sqlite3.SQLITE_OK
         if self._denied is None:  # the first refusal names what the statement tried to do
-            self._denied = " ".join(
-                part for part in (_ACTION_NAMES.get(action, str(action)), arg1, arg2) if part
-            )
+            self._denied = _denied_action(action, arg1, arg2)
         return sqlite3.SQLITE_DENY
 
     def _past_deadline(self) -> int:
         return 1 if time.monotonic() > self._deadline else 0
 
     def _run(self, sql: str, limit: int) -> QueryResult:
+        self._follow_changes()
         with self._lock:
             started = time.perf_counter()
             self._deadline = time.monotonic() + self.limits.timeout_s
@@ -221,24 +325,28 @@ class ReadOnlyExecutor:
     def _fetch(self, sql: str, limit: int) -> tuple[tuple[str, ...], tuple, bool]:
         try:
             cursor = self._connection.execute(sql)
-            fetched = cursor.fetchmany(limit + 1)
+            first = cursor.fetchone()
         except sqlite3.OperationalError as error:
             if "decode" not in str(error):
                 raise
             self._connection.text_factory = _decode_with_replacement
             cursor = self._connection.execute(sql)
-            fetched = cursor.fetchmany(limit + 1)
+            first = cursor.fetchone()
         max_cell = self.limits.max_cell_chars
         columns = tuple([_cap_cell(d[0], max_cell) for d in cursor.description or ()])
-        truncated = len(fetched) > limit
-        rows, capped = self._cap(fetched[:limit])
-        return columns, rows, truncated or capped
+        rows, truncated = self._capped_rows(first, cursor, limit)
+        return columns, rows, truncated
 
-    def _cap(self, fetched: list[tuple]) -> tuple[tuple[tuple[Cell, ...], ...], bool]:
-        """Cap each cell's and the whole result's size; blobs become a short description."""
+    def _capped_rows(
+        self, row: tuple | None, cursor: sqlite3.Cursor, limit: int
+    ) -> tuple[tuple[tuple[Cell, ...], ...], bool]:
+        """Fetch up to `limit` rows, capping each cell and the whole result as they come, so
+        no more than the result budget and one row are ever held."""
         max_cell, budget = self.limits.max_cell_chars, self.limits.max_result_chars
         rows = []
-        for row in fetched:
+        while row is not None:
+            if len(rows) == limit:
+                return tuple(rows), True
             size = _row_size(row, max_cell)
             if size is None:
                 row = tuple(_cap_cell(cell, max_cell) for cell in row)
@@ -251,6 +359,7 @@ class ReadOnlyExecutor:
                 return (tuple(_cut(cell, share) for cell in row),), True
             budget -= size
             rows.append(row)
+            row = cursor.fetchone()
         return tuple(rows), False
 
     def _explain(self, error: sqlite3.Error) -> Exception:
@@ -260,9 +369,11 @@ class ReadOnlyExecutor:
                 "only one SQL statement per call is allowed; send them one at a time"
             )
         if message == "interrupted":
-            return QueryTimeoutError(
-                f"query stopped after the {self.limits.timeout_s:g} s time limit; "
-                "add a LIMIT, filter earlier or avoid cross joins"
+            return QueryTimeoutError.after(self.limits.timeout_s)
+        if message == "user-defined function raised exception":
+            return QueryRejectedError(
+                "not allowed: the database's schema calls a function that cannot run here "
+                f"({', '.join(sorted({name for name, _ in _UNINTERRUPTIBLE}))})"
             )
         if self._denied is not None or "not authorized" in message:
             return QueryRejectedError(
@@ -278,6 +389,13 @@ class ReadOnlyExecutor:
         elif message.startswith("no such column"):
             message += "; use describe(table) to see a table's columns"
         return QueryFailedError(message)
+
+
+def _denied_action(action: int, arg1: str | None, arg2: str | None) -> str:
+    if action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master":
+        # What SQLite asks before it sets up a table-valued function for the first time.
+        return "table-valued functions (pragma_table_info, json_each, dbstat, ...)"
+    return " ".join(part for part in (_ACTION_NAMES.get(action, str(action)), arg1, arg2) if part)
 
 
 def _row_size(row: tuple, max_cell: int | None) -> int | None:
@@ -329,10 +447,9 @@ class SchemaCache:
 
     def get(self, path: Path, *, immutable: bool) -> dict[str, TableSchema]:
         try:
-            stat = path.stat()
+            key = (str(path.resolve()), *file_state(path))
         except OSError as error:
             raise DataError(f"database file not found: {path}") from error
-        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
         with self._lock:
             if key not in self._schemas:
                 self._schemas[key] = read_schema(path, immutable=immutable)
@@ -341,35 +458,40 @@ class SchemaCache:
 
 SCHEMAS = SchemaCache()
 
+# Hidden columns of virtual tables (1) are not read by SELECT *; generated ones (2, 3) are.
+_SHOWN_COLUMNS = (0, 2, 3)
+_VIRTUAL_GENERATED = 2
+
 
 def read_schema(path: Path, *, immutable: bool) -> dict[str, TableSchema]:
     connection = open_read_only(path, immutable=immutable)
     try:
-        names = [
-            row[0]
-            for row in connection.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' "
-                "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
-            )
-        ]
-        return {name: _read_table(connection, name) for name in names}
+        tables = connection.execute(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'table' "
+            "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
+        ).fetchall()
+        return {
+            name: _read_table(connection, name, virtual=(sql or "").upper().startswith("CREATE V"))
+            for name, sql in tables
+        }
     except sqlite3.DatabaseError as error:
         raise DataError(f"cannot read the schema of {path}: {error}") from error
     finally:
         connection.close()
 
 
-def _read_table(connection: sqlite3.Connection, name: str) -> TableSchema:
+def _read_table(connection: sqlite3.Connection, name: str, *, virtual: bool) -> TableSchema:
     quoted = quote_identifier(name)
+    listed = connection.execute(f"PRAGMA table_xinfo({quoted})").fetchall()
     columns = tuple(
         Column(name=col, type=kind or "", primary_key=pk > 0, not_null=bool(notnull))
-        for _cid, col, kind, notnull, _default, pk in connection.execute(
-            f"PRAGMA table_info({quoted})"
-        )
+        for _cid, col, kind, notnull, _default, pk, hidden in listed
+        if hidden in _SHOWN_COLUMNS
     )
     foreign_keys = tuple(
         ForeignKey(column=row[3], ref_table=row[2], ref_column=row[4])
         for row in connection.execute(f"PRAGMA foreign_key_list({quoted})")
     )
     (row_count,) = connection.execute(f"SELECT count(*) FROM {quoted}").fetchone()
-    return TableSchema(name, columns, foreign_keys, row_count)
+    computed = virtual or any(row[6] == _VIRTUAL_GENERATED for row in listed)
+    return TableSchema(name, columns, foreign_keys, row_count, computed)

@@ -19,10 +19,14 @@ def open_sessions(
     cache_dir: Path | None = None,
     max_steps: int = 15,
     max_sessions: int = 256,
+    max_sessions_per_client: int = 32,
+    route_by_episode_id: bool = False,
     idle_ttl_s: float = 900.0,
     reward_profile: str = "shaped",
     query_timeout_s: float = 2.0,
     max_rows: int = 20,
+    sql_workers: int = 4,
+    sql_memory_mb: int = 64,
 ) -> SessionManager:
     """A session manager over `data_dir` (default: $SQLENV_DATA_DIR, else the embedded demo).
 
@@ -36,9 +40,13 @@ def open_sessions(
         split=split,
         max_steps=max_steps,
         max_sessions=max_sessions,
+        max_sessions_per_client=max_sessions_per_client,
+        route_by_episode_id=route_by_episode_id,
         idle_ttl_s=idle_ttl_s,
         rewards=RewardConfig.profile(reward_profile),
         limits=limits,
+        sql_workers=sql_workers,
+        sql_memory_mb=sql_memory_mb,
     )
     return SessionManager(catalog, config)
 
@@ -66,12 +74,37 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-sessions", type=int, default=256, help="episodes open at once (256)")
     parser.add_argument(
+        "--max-sessions-per-client",
+        type=int,
+        default=32,
+        help="episodes one client (remote address) may hold open at once (32)",
+    )
+    parser.add_argument(
+        "--route-by-episode-id",
+        action="store_true",
+        help="let any connection act on an episode by its id, not only the one that started "
+        "it (for deployments that route calls by episode id)",
+    )
+    parser.add_argument(
         "--idle-ttl", type=float, default=900.0, help="seconds before an idle episode closes (900)"
     )
     parser.add_argument(
         "--query-timeout", type=float, default=2.0, help="seconds a query may run (2)"
     )
     parser.add_argument("--max-rows", type=int, default=20, help="rows shown per query (20)")
+    parser.add_argument(
+        "--sql-workers",
+        type=int,
+        default=4,
+        help="worker processes that run agent SQL; at most this many queries run at once (4)",
+    )
+    parser.add_argument(
+        "--sql-memory",
+        type=int,
+        default=64,
+        metavar="MIB",
+        help="memory one query may use, in MiB; a query that needs more is stopped (64)",
+    )
 
 
 def sessions_from(args: argparse.Namespace) -> SessionManager:
@@ -81,8 +114,12 @@ def sessions_from(args: argparse.Namespace) -> SessionManager:
         cache_dir=args.cache_dir,
         max_steps=args.max_steps,
         max_sessions=args.max_sessions,
+        max_sessions_per_client=args.max_sessions_per_client,
+        route_by_episode_id=args.route_by_episode_id,
         idle_ttl_s=args.idle_ttl,
         reward_profile=args.reward_profile,
         query_timeout_s=args.query_timeout,
         max_rows=args.max_rows,
+        sql_workers=args.sql_workers,
+        sql_memory_mb=args.sql_memory,
     )

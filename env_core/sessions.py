@@ -7,6 +7,7 @@ import random
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,9 +15,17 @@ from typing import Any
 from env_core.answers import AnswerChecker
 from env_core.catalog import Catalog, Question
 from env_core.episode import Episode, ToolResult
-from env_core.errors import CapacityError, DataError, InvalidArgumentError, UnknownEpisodeError
+from env_core.errors import (
+    CapacityError,
+    DataError,
+    InvalidArgumentError,
+    UnknownEpisodeError,
+    shown,
+)
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
 from env_core.rewards import RewardConfig
+from env_core.sandbox import Sandbox, Work, finish, finish_async
+from env_core.tools import ToolSpec, tools_for
 
 log = logging.getLogger(__name__)
 
@@ -26,13 +35,24 @@ class SessionConfig:
     split: str = "dev"
     max_steps: int = 15
     max_sessions: int = 256
+    # Open episodes one client (a door's name for a remote address) may hold at once.
+    max_sessions_per_client: int = 32
     idle_ttl_s: float = 900.0
+    # Let any connection act on an episode by its id, not only the one that started it
+    # (for deployments that route calls by episode id).
+    route_by_episode_id: bool = False
     rewards: RewardConfig = field(default_factory=RewardConfig)
     limits: ExecutorLimits = field(default_factory=ExecutorLimits)
+    sql_workers: int = 4
+    sql_memory_mb: int = 64
 
     def __post_init__(self) -> None:
-        if self.max_steps < 1 or self.max_sessions < 1 or self.idle_ttl_s <= 0:
-            raise ValueError("max_steps, max_sessions and idle_ttl_s must be positive")
+        if min(self.max_steps, self.max_sessions, self.max_sessions_per_client) < 1 or (
+            self.idle_ttl_s <= 0
+        ):
+            raise ValueError(
+                "max_steps, max_sessions, max_sessions_per_client and idle_ttl_s must be positive"
+            )
 
 
 @dataclass(frozen=True)
@@ -61,10 +81,17 @@ class SessionManager:
         self._clock = clock
         self._lock = threading.Lock()
         self._episodes: dict[str, Episode] = {}
+        self._clients: Counter[str] = Counter()
         self._rng = random.Random()
         self._counts = {"created": 0, "closed": 0, "reaped": 0, "steps": 0}
         self._reaper: threading.Thread | None = None
         self._stopping = threading.Event()
+        self.sandbox = Sandbox(self.config.sql_workers, self.config.sql_memory_mb)
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        """The tools as this manager's agents read them: with its row limits."""
+        return tools_for(self.config.limits)
 
     def choose_question(
         self,
@@ -75,6 +102,7 @@ class SessionManager:
         split: str | None = None,
     ) -> Question:
         """The question a selector names; the same seed and selector give the same question."""
+        _check_selectors(seed, {"question_id": question_id, "db_id": db_id, "split": split})
         if question_id is not None:
             return self.catalog.question(question_id)
         candidates = self.catalog.questions(split or self.config.split, db_id)
@@ -89,7 +117,11 @@ class SessionManager:
         db_id: str | None = None,
         split: str | None = None,
         episode_id: str | None = None,
+        owner: str | None = None,
+        client: str | None = None,
     ) -> Episode:
+        """Open an episode. `owner` names the connection that may act on it (any, if None);
+        `client` the remote party whose open episodes are capped together."""
         question = self.choose_question(
             seed=seed, question_id=question_id, db_id=db_id, split=split
         )
@@ -97,11 +129,17 @@ class SessionManager:
         episode_id = episode_id or uuid.uuid4().hex
         with self._lock:
             if episode_id in self._episodes:
-                raise InvalidArgumentError(f"episode id {episode_id!r} is already in use")
+                raise InvalidArgumentError(f"episode id {shown(episode_id)} is already in use")
             if len(self._episodes) >= self.config.max_sessions:
                 raise CapacityError(
                     f"all {self.config.max_sessions} episode slots are in use; end an episode "
                     "or retry after idle ones expire"
+                )
+            limit = self.config.max_sessions_per_client
+            if client is not None and self._clients[client] >= limit:
+                raise CapacityError(
+                    f"you have {limit} episodes open, as many as one client may; "
+                    "end one (end_episode) before starting another"
                 )
             executor = self._open_executor(question)
             episode = Episode.open(
@@ -112,6 +150,10 @@ class SessionManager:
                 self.checker,
                 self.config.max_steps,
             )
+            episode.owner = owner
+            episode.client = client
+            if client is not None:
+                self._clients[client] += 1
             episode.last_active = self._clock()
             self._episodes[episode_id] = episode
             self._counts["created"] += 1
@@ -120,7 +162,7 @@ class SessionManager:
     def _open_executor(self, question: Question) -> ReadOnlyExecutor:
         path = self.catalog.database_path(question.db_id)
         try:
-            return ReadOnlyExecutor(path, self.config.limits)
+            return ReadOnlyExecutor(path, self.config.limits, sandbox=self.sandbox)
         except DataError as error:
             # The file changed since the catalog was prepared: say so without server paths.
             log.error("cannot open the database of %s: %s", question.id, error)
@@ -129,36 +171,72 @@ class SessionManager:
                 "start an episode on another question or database"
             ) from error
 
-    def get(self, episode_id: str) -> Episode:
+    def get(self, episode_id: str, owner: str | None = None) -> Episode:
+        """The open episode, if `owner` may act on it; another's is reported as unknown."""
         with self._lock:
             episode = self._episodes.get(episode_id)
-        if episode is None:
+        if episode is None or not self._may_use(episode, owner):
             raise UnknownEpisodeError(
-                f"no open episode {episode_id!r}: it was never started, was ended, or expired "
-                f"after {self.config.idle_ttl_s:g} s idle; start a new episode"
+                f"no open episode {shown(episode_id)}: it was never started here, was ended, "
+                f"or expired after {self.config.idle_ttl_s:g} s idle; start a new episode"
             )
         return episode
 
+    def _may_use(self, episode: Episode, owner: str | None) -> bool:
+        return episode.owner in (None, owner) or self.config.route_by_episode_id
+
     def step(
-        self, episode_id: str, tool: str, arguments: Mapping[str, Any] | None = None
+        self,
+        episode_id: str,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        owner: str | None = None,
     ) -> ToolResult:
-        episode = self.get(episode_id)
-        result = episode.call(tool, arguments)
+        return finish(self.work(episode_id, tool, arguments, owner))
+
+    async def step_async(
+        self,
+        episode_id: str,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        owner: str | None = None,
+    ) -> ToolResult:
+        """`step` on the running event loop, without a thread hop."""
+        return await finish_async(self.work(episode_id, tool, arguments, owner))
+
+    def work(
+        self,
+        episode_id: str,
+        tool: str,
+        arguments: Mapping[str, Any] | None = None,
+        owner: str | None = None,
+    ) -> Work[ToolResult]:
+        """A step as work for `finish` / `finish_async` (see `env_core.sandbox`)."""
+        episode = self.get(episode_id, owner)
+        result = yield from episode.work(tool, arguments)
         episode.last_active = self._clock()
         with self._lock:
             self._counts["steps"] += 1
         return result
 
-    def close(self, episode_id: str) -> bool:
-        """End an episode and free its connection. False if it was not open."""
+    def close(self, episode_id: str, owner: str | None = None) -> bool:
+        """End an episode and free its connection. False if it was not open (to `owner`)."""
         with self._lock:
-            episode = self._episodes.pop(episode_id, None)
-            if episode is not None:
-                self._counts["closed"] += 1
-        if episode is None:
-            return False
+            episode = self._episodes.get(episode_id)
+            if episode is None or not self._may_use(episode, owner):
+                return False
+            self._forget(episode)
+            self._counts["closed"] += 1
         episode.close()
         return True
+
+    def _forget(self, episode: Episode) -> None:
+        """Drop an episode from the registry; the caller holds the lock."""
+        del self._episodes[episode.episode_id]
+        if episode.client is not None:
+            self._clients[episode.client] -= 1
+            if not self._clients[episode.client]:
+                del self._clients[episode.client]
 
     def reap(self) -> int:
         """Close episodes idle for longer than the TTL; returns how many."""
@@ -166,7 +244,7 @@ class SessionManager:
         with self._lock:
             idle = [e for e in self._episodes.values() if e.last_active < cutoff]
             for episode in idle:
-                del self._episodes[episode.episode_id]
+                self._forget(episode)
             self._counts["reaped"] += len(idle)
         for episode in idle:
             episode.close()
@@ -193,7 +271,22 @@ class SessionManager:
             episodes = list(self._episodes)
         for episode_id in episodes:
             self.close(episode_id)
+        self.sandbox.close()
 
     def stats(self) -> SessionStats:
         with self._lock:
             return SessionStats(active=len(self._episodes), **self._counts)
+
+
+MAX_SELECTOR_CHARS = 200
+
+
+def _check_selectors(seed: object, texts: dict[str, object]) -> None:
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise InvalidArgumentError(f"seed must be a whole number, 0 or more, not {shown(seed)}")
+    for name, value in texts.items():
+        if value is not None and (not isinstance(value, str) or len(value) > MAX_SELECTOR_CHARS):
+            raise InvalidArgumentError(
+                f"{name} must be a short string (at most {MAX_SELECTOR_CHARS} characters), "
+                f"not {shown(value)}"
+            )

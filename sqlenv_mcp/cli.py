@@ -11,6 +11,7 @@ from mcp.server.fastmcp import FastMCP
 from env_core.errors import SQLEnvError
 from env_core.executor import ExecutorLimits
 from env_core.factory import add_session_arguments, sessions_from
+from env_core.sandbox import Sandbox
 from sqlenv_mcp.explorer import UserDatabases
 from sqlenv_mcp.server import HttpSettings, build_episode_server, build_explorer_server, http_app
 
@@ -77,8 +78,9 @@ def build_server(args: argparse.Namespace) -> FastMCP:
     http = HttpSettings(host=args.host, port=args.port, allowed_hosts=tuple(args.allowed_host))
     if args.db:
         limits = ExecutorLimits(timeout_s=args.query_timeout, max_rows=args.max_rows)
+        sandbox = Sandbox(args.sql_workers, args.sql_memory)
         return build_explorer_server(
-            UserDatabases.from_path(args.db, limits), http, args.output_schemas
+            UserDatabases.from_path(args.db, limits, sandbox), http, args.output_schemas
         )
     manager = sessions_from(args)
     manager.start_reaper()

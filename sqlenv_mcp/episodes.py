@@ -6,18 +6,18 @@ the connection ends. Every tool also takes an optional `episode_id`, for statele
 clients that run several episodes at once.
 """
 
-import functools
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
-import anyio
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError as MCPToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
+from env_core import contract
 from env_core.errors import SQLEnvError, UnknownEpisodeError
 from env_core.sessions import SessionManager
 from env_core.tools import TOOLS_BY_NAME
@@ -31,13 +31,10 @@ from sqlenv_mcp.results import (
     tool_result,
 )
 
-INSTRUCTIONS = """\
-You answer a question about a SQLite database whose schema is hidden.
-1. Call start_episode: it gives the question, the database id, the table names and a step budget.
-2. Explore with describe(table), sample(table, n) and query(sql) (read-only SQLite SELECT).
-   Every call uses one step.
-3. Call answer(value) once with the final answer (a value, a JSON list, or a JSON list of rows).
-   It ends the episode and tells you whether the answer was correct."""
+INSTRUCTIONS = (
+    "Call start_episode first: it gives the question, the database id, the table names and the "
+    "step budget (end_episode gives an episode up).\n\n" + contract.INSTRUCTIONS
+)
 
 # The range is advertised in the schema but checked by the engine, so an out-of-range n gets
 # the same error, and costs the same step, through every door.
@@ -59,6 +56,7 @@ class ConnectionEpisodes:
     manager: SessionManager
     current: str | None = None
     opened: list[str] = field(default_factory=list)
+    owner: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def resolve(self, episode_id: str | None) -> str:
         if episode_id:
@@ -72,7 +70,7 @@ class ConnectionEpisodes:
 
     def close_all(self) -> None:
         for episode_id in self.opened:
-            self.manager.close(episode_id)
+            self.manager.close(episode_id, self.owner)
         self.opened.clear()
         self.current = None
 
@@ -87,8 +85,8 @@ def register_episode_tools(
         episodes = connection(ctx)
         try:
             resolved = episodes.resolve(episode_id)
-            call = functools.partial(manager.step, resolved, tool, args)
-            return step_result(resolved, await anyio.to_thread.run_sync(call))
+            result = await manager.step_async(resolved, tool, args, episodes.owner)
+            return step_result(resolved, result)
         except SQLEnvError as error:
             return step_error(episode_id or episodes.current or "", tool, error)
 
@@ -108,14 +106,17 @@ def register_episode_tools(
         split: Annotated[str | None, Field(description="Draw from this split.")] = None,
         seed: Annotated[int | None, Field(ge=0, description="Seed for the random choice.")] = None,
     ) -> Annotated[CallToolResult, StartOutput]:
-        create = functools.partial(
-            manager.create, seed=seed, question_id=question_id, db_id=db_id, split=split
-        )
+        episodes = connection(ctx)
         try:
-            episode = await anyio.to_thread.run_sync(create)
+            episode = manager.create(
+                seed=seed,
+                question_id=question_id,
+                db_id=db_id,
+                split=split,
+                owner=episodes.owner,
+            )
         except SQLEnvError as error:
             raise MCPToolError(str(error)) from None
-        episodes = connection(ctx)
         episodes.opened.append(episode.episode_id)
         episodes.current = episode.episode_id
         return start_result(episode.start)
@@ -189,7 +190,7 @@ def register_episode_tools(
             resolved = episodes.resolve(episode_id)
         except SQLEnvError as error:
             raise MCPToolError(str(error)) from None
-        closed = manager.close(resolved)
+        closed = manager.close(resolved, episodes.owner)
         if resolved == episodes.current:
             episodes.current = None
         text = f"Episode {resolved} {'ended' if closed else 'was not open'}."

@@ -1,15 +1,16 @@
 """Explorer mode: describe/sample/query on the user's own SQLite files, without questions.
 
-The same hardened executor as in episodes, opened without `immutable` because someone else may
-be writing the file. One executor per database, shared by all connections (it serialises calls).
+The same hardened executor and sandbox as in episodes, opened without `immutable` because
+someone else may be writing the file: a change to the file is picked up at the next call.
+One executor per database, shared by all connections (it serialises calls).
 """
 
-import functools
+import logging
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated
 
-import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.types import CallToolResult
 from pydantic import Field
@@ -17,11 +18,14 @@ from pydantic import Field
 from env_core import render
 from env_core.errors import DataError, InvalidArgumentError, ToolError, error_kind
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
+from env_core.sandbox import Sandbox, finish_async
 from env_core.tools import TOOLS_BY_NAME
 from sqlenv_mcp.episodes import READ_ONLY, SAMPLE_SIZE
 from sqlenv_mcp.results import ExploreOutput, explore_result
 
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """\
 Read-only access to SQLite databases. Read the sqlenv://databases resource (or call describe on
@@ -30,25 +34,31 @@ written. Name the database with `database` when more than one is served."""
 
 
 class UserDatabases:
-    def __init__(self, paths: dict[str, Path], limits: ExecutorLimits) -> None:
+    def __init__(
+        self, paths: dict[str, Path], limits: ExecutorLimits, sandbox: Sandbox | None = None
+    ) -> None:
         self.paths = paths
         self.limits = limits
+        self.sandbox = sandbox or Sandbox()
         self._executors: dict[str, ReadOnlyExecutor] = {}
         self._lock = threading.Lock()
 
     @classmethod
-    def from_path(cls, path: Path, limits: ExecutorLimits) -> "UserDatabases":
-        """A single SQLite file, or every SQLite file directly inside a folder."""
+    def from_path(
+        cls, path: Path, limits: ExecutorLimits, sandbox: Sandbox | None = None
+    ) -> "UserDatabases":
+        """A single SQLite file, or every SQLite file directly inside a folder (links that
+        lead out of the folder are left out)."""
         path = Path(path).expanduser()
         if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.suffix in SQLITE_SUFFIXES)
+            files = _files_inside(path)
         elif path.is_file():
             files = [path]
         else:
             raise DataError(f"--db {path}: no such file or folder")
         if not files:
             raise DataError(f"--db {path}: the folder has no {', '.join(SQLITE_SUFFIXES)} files")
-        databases = cls({file.stem: file.resolve() for file in files}, limits)
+        databases = cls({file.stem: file.resolve() for file in files}, limits, sandbox)
         for name in databases.paths:
             databases.executor(name)  # fail at start-up, not at the first call
         return databases
@@ -67,7 +77,7 @@ class UserDatabases:
         with self._lock:
             if name not in self._executors:
                 self._executors[name] = ReadOnlyExecutor(
-                    self.paths[name], self.limits, immutable=False
+                    self.paths[name], self.limits, immutable=False, sandbox=self.sandbox
                 )
             return name, self._executors[name]
 
@@ -86,6 +96,20 @@ class UserDatabases:
             for executor in self._executors.values():
                 executor.close()
             self._executors.clear()
+        self.sandbox.close()
+
+
+def _files_inside(folder: Path) -> list[Path]:
+    inside = folder.resolve()
+    files = []
+    for candidate in sorted(folder.iterdir()):
+        if candidate.suffix not in SQLITE_SUFFIXES or not candidate.is_file():
+            continue
+        if not candidate.resolve().is_relative_to(inside):
+            log.warning("--db: %s leads out of the folder; it is not served", candidate.name)
+            continue
+        files.append(candidate)
+    return files
 
 
 DATABASE = Annotated[
@@ -96,28 +120,27 @@ DATABASE = Annotated[
 def register_explorer_tools(
     server: FastMCP, databases: UserDatabases, output_schemas: bool = True
 ) -> None:
-    async def run(database: str | None, work) -> CallToolResult:
-        def call():
-            name, executor = databases.executor(database)
-            return name, *work(executor)
-
+    async def run(
+        database: str | None, work: Callable[[ReadOnlyExecutor], Awaitable[tuple[str, dict]]]
+    ) -> CallToolResult:
         try:
-            name, text, data = await anyio.to_thread.run_sync(call)
+            name, executor = databases.executor(database)
+            text, data = await work(executor)
         except ToolError as error:
             data = {"error": error_kind(error), "message": str(error)}
-            return explore_result(database or "", f"Error: {error}", data, ok=False)
+            return explore_result(database or "", render.error_text(error), data, ok=False)
         return explore_result(name, text, data, ok=True)
 
-    def describe_table(table: str, executor: ReadOnlyExecutor):
+    async def describe_table(table: str, executor: ReadOnlyExecutor) -> tuple[str, dict]:
         schema = executor.describe(table)
         return render.schema_text(schema), render.schema_data(schema)
 
-    def sample_table(table: str, n: int, executor: ReadOnlyExecutor):
-        result = executor.sample(table, n)
+    async def sample_table(table: str, n: int, executor: ReadOnlyExecutor) -> tuple[str, dict]:
+        result = await finish_async(executor.sample_work(table, n))
         return render.rows_text(result), render.rows_data(result)
 
-    def run_query(sql: str, executor: ReadOnlyExecutor):
-        result = executor.query(sql)
+    async def run_query(sql: str, executor: ReadOnlyExecutor) -> tuple[str, dict]:
+        result = await finish_async(executor.query_work(sql))
         return render.rows_text(result), render.rows_data(result)
 
     spec = TOOLS_BY_NAME["describe"]
@@ -128,7 +151,7 @@ def register_explorer_tools(
     async def describe(
         table: Annotated[str, Field(description="Name of a table.")], database: DATABASE = None
     ) -> Annotated[CallToolResult, ExploreOutput]:
-        return await run(database, functools.partial(describe_table, table))
+        return await run(database, lambda executor: describe_table(table, executor))
 
     spec = TOOLS_BY_NAME["sample"]
 
@@ -140,7 +163,7 @@ def register_explorer_tools(
         n: Annotated[int, SAMPLE_SIZE] = 5,
         database: DATABASE = None,
     ) -> Annotated[CallToolResult, ExploreOutput]:
-        return await run(database, functools.partial(sample_table, table, n))
+        return await run(database, lambda executor: sample_table(table, n, executor))
 
     spec = TOOLS_BY_NAME["query"]
 
@@ -151,4 +174,4 @@ def register_explorer_tools(
         sql: Annotated[str, Field(description=spec.arg_descriptions["sql"])],
         database: DATABASE = None,
     ) -> Annotated[CallToolResult, ExploreOutput]:
-        return await run(database, functools.partial(run_query, sql))
+        return await run(database, lambda executor: run_query(sql, executor))

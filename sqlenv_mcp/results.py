@@ -13,7 +13,8 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 from env_core.episode import EpisodeStart, ToolResult
-from env_core.errors import EpisodeError, SQLEnvError, error_kind
+from env_core.errors import SQLEnvError, ends_episode, error_kind
+from env_core.render import error_text
 
 
 class StepOutput(BaseModel):
@@ -65,10 +66,10 @@ def step_error(episode_id: str, tool: str, error: SQLEnvError) -> CallToolResult
         "tool": tool,
         "ok": False,
         "reward": 0.0,
-        "done": isinstance(error, EpisodeError),
+        "done": ends_episode(error),
         "data": data,
     }
-    return tool_result(f"Error: {error}", structured, True)
+    return tool_result(error_text(error), structured, True)
 
 
 def start_result(start: EpisodeStart) -> CallToolResult:

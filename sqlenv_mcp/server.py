@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from env_core import contract
 from env_core.sessions import SessionManager
 from sqlenv_mcp import episodes, explorer
 
@@ -83,12 +84,8 @@ def build_episode_server(
 
     @server.prompt(description="Start an episode and solve it with the tools.")
     def solve_question(question_id: str | None = None) -> str:
-        which = f"question {question_id}" if question_id else "a random question"
-        return (
-            f"Call start_episode for {which}. Read the question and the table names, explore "
-            "with describe, sample and query until you are sure, then call answer once with "
-            "the exact result the question asks for."
-        )
+        which = f"with question_id {question_id}" if question_id else "for a random question"
+        return f"Call start_episode {which}.\n\n{contract.INSTRUCTIONS}"
 
     return server
 

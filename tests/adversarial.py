@@ -103,7 +103,9 @@ ATTACKS: tuple[Attack, ...] = (
     _rejected("pragma_foreign_keys", "PRAGMA foreign_keys = ON"),
     _rejected("pragma_locking_mode", "PRAGMA locking_mode = EXCLUSIVE"),
     _rejected("pragma_read_table_info", "PRAGMA table_info(singer)"),
-    _rejected("pragma_function_table_info", "SELECT * FROM pragma_table_info('singer')"),
+    _rejected(
+        "pragma_function_table_info", "SELECT * FROM pragma_table_info('singer')", "table-valued"
+    ),
     # --- extensions --------------------------------------------------------------------------
     _rejected("load_extension", "SELECT load_extension('./evil.so')"),
     _rejected("load_extension_upper_case", "SELECT LOAD_EXTENSION('libevil', 'init')"),
@@ -156,6 +158,10 @@ ATTACKS: tuple[Attack, ...] = (
     ),
     _rejected("explain_delete", "EXPLAIN DELETE FROM singer"),
     Attack("nul_byte_hides_second_statement", "SELECT 1\x00; DROP TABLE singer", "failed", "null"),
+    # --- table-valued functions -------------------------------------------------------------
+    _rejected("pragma_database_list", "SELECT * FROM pragma_database_list", "table-valued"),
+    _rejected("json_each", "SELECT * FROM json_each('[1, 2]')", "table-valued"),
+    _rejected("dbstat", "SELECT * FROM dbstat", "table-valued"),
     # --- size limits -------------------------------------------------------------------------
     _rejected("sql_longer_than_max_sql_chars", _LONG_SQL, "the limit is"),
     Attack("zeroblob_2gb", "SELECT zeroblob(2000000000)", "capped", SIZE_LIMIT),
@@ -273,3 +279,64 @@ def snapshot(database_dir: Path) -> tuple[dict[str, str], frozenset[str]]:
         if path.suffix == ".sqlite"
     }
     return hashes, frozenset(str(path.relative_to(database_dir)) for path in paths)
+
+
+# --- resource attacks: short, legal statements that cost seconds and gigabytes ---------------
+# SQLite spends this work *preparing* the statement, where no deadline reaches: each is bounded
+# by the sandbox (a worker's memory budget, or its kill past the deadline), never by a rule
+# about the SQL's text.
+
+MEMORY_BUDGET = "MiB of memory"
+
+
+def cte_chain(levels: int, materialized: str = "", join: bool = False) -> str:
+    """Each CTE reads the one before twice: the statement expands to 2**levels reads."""
+    ctes = ["c0(x) AS (SELECT 1)"]
+    for level in range(1, levels):
+        source = (
+            f"c{level - 1} a JOIN c{level - 1} b ON a.x = b.x"
+            if join
+            else f"c{level - 1} a, c{level - 1} b"
+        )
+        ctes.append(f"c{level}(x) AS {materialized}(SELECT a.x FROM {source})")
+    return f"WITH {', '.join(ctes)} SELECT count(*) FROM c{levels - 1}"
+
+
+def doubling_flattening(levels: int) -> str:
+    """Each CTE is read once but doubles the expression before it: flattening the subqueries
+    copies it, so the statement grows to 2**levels terms."""
+    ctes = ["c0(x) AS (SELECT 1)"]
+    ctes += [f"c{level}(x) AS (SELECT x + x FROM c{level - 1})" for level in range(1, levels)]
+    return f"WITH {', '.join(ctes)} SELECT x FROM c{levels - 1}"
+
+
+def wide_rows(columns: int = 1990, rows: int = 21) -> str:
+    """~`columns` x 18 KB values on each of `rows` rows: ~750 MB if a result were built whole."""
+    cells = ", ".join(["v"] * columns)
+    return (
+        f"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < {rows}), "
+        f"w(v) AS (SELECT hex(zeroblob(9000))) SELECT {cells} FROM r, w"
+    )
+
+
+RESOURCE_ATTACKS: tuple[Attack, ...] = (
+    Attack("cte_chain", cte_chain(24), "rejected", MEMORY_BUDGET),
+    Attack("cte_chain_materialized", cte_chain(24, "MATERIALIZED "), "rejected", MEMORY_BUDGET),
+    Attack(
+        "cte_chain_not_materialized",
+        cte_chain(24, "NOT MATERIALIZED "),
+        "rejected",
+        MEMORY_BUDGET,
+    ),
+    Attack("cte_chain_join", cte_chain(24, join=True), "rejected", MEMORY_BUDGET),
+    Attack("doubling_flattening", doubling_flattening(28), "rejected", MEMORY_BUDGET),
+    Attack("wide_rows", wide_rows(), "capped", "rows shown"),
+)
+
+# Answers of the longest length allowed that a backtracking pattern would take seconds to read.
+HOSTILE_ANSWERS: dict[str, str] = {
+    "answer_prefix_spaces": "Answer" + " " * 19_994,
+    "bold_stars": "**" * 10_000,
+    "thousands_commas": "1" + ",111" * 4_999,
+    "fence_backticks": "```" * 6_666,
+}

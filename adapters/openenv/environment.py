@@ -8,9 +8,9 @@ are rewarded and counted like WebSocket steps.
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
-import anyio
 from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.mcp_types import (
     CallToolAction,
@@ -30,8 +30,10 @@ from adapters.openenv.models import (
     tool_list,
 )
 from adapters.openenv.web import observation_html
+from env_core import contract
 from env_core.episode import Episode
-from env_core.errors import SQLEnvError, error_kind
+from env_core.errors import SQLEnvError, ends_episode, error_kind
+from env_core.sandbox import Work, finish, finish_async
 from env_core.sessions import SessionManager
 from env_core.tools import TOOLS_BY_NAME
 
@@ -84,6 +86,21 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
     def step(
         self, action: Action, timeout_s: float | None = None, **kwargs: Any
     ) -> ListToolsObservation | CallToolObservation:
+        return finish(self._step(action))
+
+    # The server awaits these on its event loop. A reset and the in-process tools are bounded
+    # by construction; SQL waits for its sandbox worker on the loop, so no call takes a thread.
+    async def reset_async(
+        self, seed: int | None = None, episode_id: str | None = None, **options: Any
+    ) -> EpisodeObservation:
+        return self.reset(seed=seed, episode_id=episode_id, **options)
+
+    async def step_async(
+        self, action: Action, timeout_s: float | None = None, **kwargs: Any
+    ) -> ListToolsObservation | CallToolObservation:
+        return await finish_async(self._step(action))
+
+    def _step(self, action: Action) -> Work[ListToolsObservation | CallToolObservation]:
         if isinstance(action, ListToolsAction):
             return ListToolsObservation(tools=tool_list())
         if not isinstance(action, CallToolAction):
@@ -101,10 +118,14 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
             message = CLOSED_MESSAGE if self._closed else "no episode is running: call reset first"
             return _call_error(name, ToolErrorType.EXECUTION_ERROR, message, done=True)
         try:
-            result = self._manager.step(episode.episode_id, name, action.arguments)
+            result = yield from self._manager.work(episode.episode_id, name, action.arguments)
         except SQLEnvError as error:
             return _call_error(
-                name, ToolErrorType.EXECUTION_ERROR, str(error), done=True, kind=error_kind(error)
+                name,
+                ToolErrorType.EXECUTION_ERROR,
+                str(error),
+                done=ends_episode(error),
+                kind=error_kind(error),
             )
         return CallToolObservation(
             tool_name=name,
@@ -113,20 +134,6 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
             done=result.done,
             metadata={"budget_left": episode.budget_left, "total_reward": episode.total_reward},
         )
-
-    # The server awaits these on its event loop: SQLite work (up to the query deadline) goes to
-    # a worker thread so one slow query never stalls the other sessions.
-    async def reset_async(
-        self, seed: int | None = None, episode_id: str | None = None, **options: Any
-    ) -> EpisodeObservation:
-        return await anyio.to_thread.run_sync(
-            lambda: self.reset(seed=seed, episode_id=episode_id, **options)
-        )
-
-    async def step_async(
-        self, action: Action, timeout_s: float | None = None, **kwargs: Any
-    ) -> ListToolsObservation | CallToolObservation:
-        return await anyio.to_thread.run_sync(lambda: self.step(action))
 
     @property
     def state(self) -> SQLState:
@@ -146,11 +153,7 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
 
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(
-            name="sqlenv",
-            description="Answer a question about a SQLite database whose schema is hidden, "
-            "exploring it with describe, sample and query, then answer; rewarded for the "
-            "right answer.",
-            version="0.1.0",
+            name="sqlenv", description=contract.INSTRUCTIONS, version=version("sqlenv-mcp")
         )
 
     def render_web(self, observation: dict[str, Any]) -> str | None:

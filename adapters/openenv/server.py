@@ -47,6 +47,9 @@ class ServerSettings:
     session_timeout_s: float = 900.0
     max_steps: int = 15
     reward_profile: str = "shaped"
+    query_timeout_s: float = 2.0
+    sql_workers: int = 4
+    sql_memory_mb: int = 64
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> ServerSettings:
@@ -74,6 +77,9 @@ def build_app(settings: ServerSettings) -> FastAPI:
         # the engine's own expiry only catches episodes whose session vanished uncleanly.
         idle_ttl_s=settings.session_timeout_s,
         reward_profile=settings.reward_profile,
+        query_timeout_s=settings.query_timeout_s,
+        sql_workers=settings.sql_workers,
+        sql_memory_mb=settings.sql_memory_mb,
     )
     app = create_app(
         functools.partial(SQLExploreEnvironment, manager),
@@ -130,6 +136,9 @@ def build_parser(defaults: ServerSettings) -> argparse.ArgumentParser:
     parser.add_argument(
         "--reward-profile", choices=sorted(PROFILES), default=defaults.reward_profile
     )
+    parser.add_argument("--query-timeout", type=float, default=defaults.query_timeout_s)
+    parser.add_argument("--sql-workers", type=int, default=defaults.sql_workers)
+    parser.add_argument("--sql-memory", type=int, default=defaults.sql_memory_mb)
     parser.add_argument("--web", action="store_true", help="serve the /web page too")
     parser.add_argument("--log-level", default="warning", help="uvicorn log level (warning)")
     return parser
@@ -149,6 +158,9 @@ def main(argv: list[str] | None = None) -> None:
         session_timeout_s=args.session_timeout,
         max_steps=args.max_steps,
         reward_profile=args.reward_profile,
+        query_timeout_s=args.query_timeout,
+        sql_workers=args.sql_workers,
+        sql_memory_mb=args.sql_memory,
     )
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     app = build_app(settings)

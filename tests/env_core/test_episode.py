@@ -66,7 +66,7 @@ def test_unknown_tool_is_an_error_result(episode):
     result = episode.call("drop", {"table": "singer"})
     assert result.data == {
         "error": "invalid_argument",
-        "message": "unknown tool 'drop'; tools are: describe, sample, query, answer",
+        "message": "unknown tool 'drop'; tools are: answer, describe, query, sample",
     }
 
 

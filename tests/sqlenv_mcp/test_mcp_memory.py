@@ -5,6 +5,7 @@ import json
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session as connect
 
+from env_core import contract
 from env_core.answers import gold_as_json
 from env_core.tools import TOOLS
 from sqlenv_mcp.server import build_episode_server
@@ -134,7 +135,9 @@ async def test_resource_and_prompt(manager):
         prompts = (await client.list_prompts()).prompts
         assert [p.name for p in prompts] == ["solve_question"]
         prompt = await client.get_prompt("solve_question", {"question_id": f"{DEV}:3"})
-        assert f"question {DEV}:3" in prompt.messages[0].content.text
+        text = prompt.messages[0].content.text
+        assert text.startswith(f"Call start_episode with question_id {DEV}:3.")
+        assert text.endswith(contract.INSTRUCTIONS)
 
 
 async def test_output_schemas_can_be_left_out(manager):

@@ -1,0 +1,395 @@
+"""Agent SQL runs in worker processes that the operating system bounds.
+
+SQLite's progress handler only runs while a statement steps, yet some short statements take
+seconds and gigabytes to *prepare*: chained CTEs each read twice expand exponentially, and so
+does subquery flattening that doubles an expression at every level. No in-process hook stops
+that, and a thread cannot be killed. A worker process can: each runs one statement at a time
+under SQLite's hard heap limit and an address-space limit, is killed when it overruns its
+deadline by `GRACE_S`, and is replaced when a call leaves it holding memory. So every call is
+bounded in time and memory, and all calls together by `workers` x (worker + budget).
+
+A call's `Work` (see `ReadOnlyExecutor.query_work`) is a generator that yields the jobs it
+needs run and receives their results; `finish` and `finish_async` drive it, blocking a thread
+or awaiting the event loop (no thread hop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import functools
+import logging
+import marshal
+import os
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from env_core import errors
+from env_core.errors import QueryRejectedError, QueryTimeoutError, SQLEnvError
+
+if TYPE_CHECKING:
+    from env_core.executor import ExecutorLimits, QueryResult
+
+log = logging.getLogger(__name__)
+
+# How long past its own deadline a worker may run before it is killed.
+GRACE_S = 0.5
+STARTUP_S = 30.0
+HEADER = struct.Struct("<I")
+_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
+_WORKER_MAIN = (
+    "import sys; sys.path.insert(0, sys.argv[1]); "
+    "from env_core.sandbox_worker import main; main(int(sys.argv[2]))"
+)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One statement for a worker: `kind` is "query" (agent SQL) or "sample" (a table)."""
+
+    path: str
+    immutable: bool
+    limits: ExecutorLimits
+    kind: str
+    argument: str
+    max_rows: int
+
+    def encode(self) -> bytes:
+        fields = _fields(self.limits)
+        return marshal.dumps(
+            (self.path, self.immutable, fields, self.kind, self.argument, self.max_rows)
+        )
+
+
+@functools.cache
+def _fields(limits: ExecutorLimits) -> tuple:
+    return dataclasses.astuple(limits)
+
+
+Result = TypeVar("Result")
+# A call's work: it yields (sandbox, job) pairs, receives each job's result and returns its own.
+Work = Generator[tuple["Sandbox", Job], Any, Result]
+
+
+def finish(work: Work[Result]) -> Result:
+    """Drive a call to its end in this thread."""
+    try:
+        sandbox, job = next(work)
+        while True:
+            try:
+                outcome = sandbox.run(job)
+            except SQLEnvError as error:
+                sandbox, job = work.throw(error)
+            else:
+                sandbox, job = work.send(outcome)
+    except StopIteration as done:
+        return done.value
+    finally:
+        work.close()
+
+
+async def finish_async(work: Work[Result]) -> Result:
+    """Drive a call to its end on the running event loop."""
+    try:
+        sandbox, job = next(work)
+        while True:
+            try:
+                outcome = await sandbox.run_async(job)
+            except SQLEnvError as error:
+                sandbox, job = work.throw(error)
+            else:
+                sandbox, job = work.send(outcome)
+    except StopIteration as done:
+        return done.value
+    finally:
+        work.close()  # a cancelled call ends its generator, which frees the episode
+
+
+class Worker:
+    """One worker process: jobs go to its stdin, replies come from its stdout."""
+
+    def __init__(self, memory_bytes: int) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WORKER_MAIN, _PACKAGE_ROOT, str(memory_bytes)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            start_new_session=True,  # a Ctrl-C in the terminal is for the server alone
+        )
+        self._input = self.process.stdin.fileno()
+        self._output = self.process.stdout.fileno()
+        self._buffer = bytearray()
+
+    def send(self, payload: bytes) -> None:
+        data = HEADER.pack(len(payload)) + payload
+        while data:
+            data = data[os.write(self._input, data) :]
+
+    def wait_reply(self, timeout_s: float) -> bytes | None:
+        """The next reply, or None if it did not come within `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        poller = select.poll()
+        poller.register(self._output, select.POLLIN)
+        while (left := deadline - time.monotonic()) > 0:
+            if poller.poll(left * 1000) and (reply := self._take_reply()) is not None:
+                return reply
+        return None
+
+    async def wait_reply_async(self, timeout_s: float) -> bytes | None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while (left := deadline - loop.time()) > 0:
+            readable = loop.create_future()
+            loop.add_reader(self._output, _set_once, readable)
+            try:
+                await asyncio.wait_for(readable, left)
+            except TimeoutError:
+                return None
+            finally:
+                loop.remove_reader(self._output)
+            if (reply := self._take_reply()) is not None:
+                return reply
+        return None
+
+    def _take_reply(self) -> bytes | None:
+        """Read what has arrived; the reply once it is whole, else None."""
+        chunk = os.read(self._output, 1 << 16)
+        if not chunk:
+            raise EOFError("the worker exited")
+        self._buffer += chunk
+        if len(self._buffer) < HEADER.size:
+            return None
+        (size,) = HEADER.unpack_from(self._buffer)
+        if len(self._buffer) < HEADER.size + size:
+            return None
+        reply = bytes(self._buffer[HEADER.size : HEADER.size + size])
+        del self._buffer[: HEADER.size + size]
+        return reply
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        self.process.stdin.close()
+        self.process.stdout.close()
+
+
+def _set_once(future: asyncio.Future) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+# What a waiter is handed: a worker, or the error that kept one from starting.
+Grant = Worker | SQLEnvError
+
+
+class Sandbox:
+    """A pool of up to `workers` worker processes, started when first needed and replaced
+    in the background when one is killed or retired, so no caller waits for a start.
+
+    Thread-safe: callers on threads (`run`) and on an event loop (`run_async`) share it.
+    """
+
+    def __init__(self, workers: int = 4, memory_mb: int = 64) -> None:
+        if workers < 1 or memory_mb < 16:
+            raise ValueError("a sandbox needs at least 1 worker and 16 MiB per call")
+        self.workers = workers
+        self.memory_mb = memory_mb
+        self.killed = 0
+        self._lock = threading.Lock()
+        self._idle: list[Worker] = []
+        self._processes = 0  # running or starting
+        self._waiting: collections.deque[_Waiter] = collections.deque()
+        self._closed = False
+
+    def run(self, job: Job) -> QueryResult:
+        waiter = _ThreadWaiter()
+        worker = self._take(waiter) or waiter.wait()
+        try:
+            worker.send(job.encode())
+            reply = worker.wait_reply(job.limits.timeout_s + GRACE_S)
+        except BaseException as error:
+            raise self._lost(worker, error) from None
+        return self._settle(worker, job, reply)
+
+    async def run_async(self, job: Job) -> QueryResult:
+        waiter = _LoopWaiter(self, asyncio.get_running_loop())
+        worker = self._take(waiter)
+        if worker is None:
+            try:
+                worker = await waiter.wait()
+            except BaseException:
+                self._withdraw(waiter)
+                raise
+        try:
+            worker.send(job.encode())
+            reply = await worker.wait_reply_async(job.limits.timeout_s + GRACE_S)
+        except BaseException as error:  # cancelled, or the worker died: it may be mid-job
+            raise self._lost(worker, error) from None
+        return self._settle(worker, job, reply)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            waiting, self._waiting = list(self._waiting), collections.deque()
+        for worker in idle:
+            worker.kill()
+        for waiter in waiting:
+            waiter.deliver(_shutting_down())
+
+    def _take(self, waiter: _Waiter) -> Worker | None:
+        """An idle worker, or None after queueing `waiter` (starting a worker if there is
+        room for one)."""
+        with self._lock:
+            if self._closed:
+                raise _shutting_down()
+            if self._idle:
+                return self._idle.pop()
+            self._waiting.append(waiter)
+            start = self._processes < self.workers
+            if start:
+                self._processes += 1
+        if start:
+            self._replace(None)
+        return None
+
+    def _replace(self, retired: Worker | None) -> None:
+        """Kill `retired` (if any) and start a worker, in the background."""
+        threading.Thread(target=self._start, args=(retired,), daemon=True).start()
+
+    def _start(self, retired: Worker | None) -> None:
+        if retired is not None:
+            retired.kill()
+        try:
+            worker = Worker(self.memory_mb << 20)
+            if worker.wait_reply(STARTUP_S) is None:
+                worker.kill()
+                raise OSError("the new worker did not report ready")
+        except (OSError, EOFError) as error:
+            log.error("cannot start a SQL worker process: %s", error)
+            with self._lock:
+                self._processes -= 1
+                waiting, self._waiting = list(self._waiting), collections.deque()
+            for waiter in waiting:
+                waiter.deliver(QueryRejectedError("the server cannot run queries right now"))
+            return
+        self._hand_on(worker)
+
+    def _hand_on(self, worker: Worker) -> None:
+        """Give a free worker to the next in line, else keep it idle."""
+        with self._lock:
+            if not self._closed:
+                if self._waiting:
+                    self._waiting.popleft().deliver(worker)
+                else:
+                    self._idle.append(worker)
+                return
+            self._processes -= 1
+        worker.kill()
+
+    def _retire(self, worker: Worker) -> None:
+        with self._lock:
+            closed = self._closed
+            if closed:
+                self._processes -= 1
+        if closed:
+            worker.kill()
+        else:
+            self._replace(worker)
+
+    def _lost(self, worker: Worker, error: BaseException) -> BaseException:
+        """The worker cannot be trusted any more: replace it; the error to raise."""
+        self._retire(worker)
+        if isinstance(error, EOFError | OSError):
+            return QueryRejectedError.over_memory(self.memory_mb)
+        return error
+
+    def _settle(self, worker: Worker, job: Job, reply: bytes | None) -> QueryResult:
+        """A reply as a result or an engine error; the worker goes back or is replaced."""
+        if reply is None:
+            self.killed += 1
+            self._retire(worker)
+            raise QueryTimeoutError.after(job.limits.timeout_s)
+        status, retire, payload = marshal.loads(reply)
+        if retire:  # the job left the worker holding memory: a fresh one takes its place
+            self._retire(worker)
+        else:
+            self._hand_on(worker)
+        if status == "error":
+            kind, message = payload
+            raise getattr(errors, kind, errors.QueryFailedError)(message)
+        from env_core.executor import QueryResult
+
+        return QueryResult(*payload)
+
+    def _withdraw(self, waiter: _LoopWaiter) -> None:
+        """A waiter gave up: leave the line, or pass on the worker it was handed."""
+        with self._lock:
+            if waiter in self._waiting:
+                self._waiting.remove(waiter)
+                return
+        waiter.pass_on()
+
+
+def _shutting_down() -> QueryRejectedError:
+    return QueryRejectedError("the server is shutting down; no query can run now")
+
+
+class _Waiter:
+    def deliver(self, grant: Grant) -> None:
+        raise NotImplementedError
+
+
+class _ThreadWaiter(_Waiter):
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._grant: Grant | None = None
+
+    def deliver(self, grant: Grant) -> None:
+        self._grant = grant
+        self._event.set()
+
+    def wait(self) -> Worker:
+        self._event.wait()
+        if isinstance(self._grant, SQLEnvError):
+            raise self._grant
+        return self._grant
+
+
+class _LoopWaiter(_Waiter):
+    """Waits on an event loop; deliveries may come from any thread."""
+
+    def __init__(self, sandbox: Sandbox, loop: asyncio.AbstractEventLoop) -> None:
+        self._sandbox = sandbox
+        self._loop = loop
+        self._future: asyncio.Future[Grant] = loop.create_future()
+
+    def deliver(self, grant: Grant) -> None:
+        self._loop.call_soon_threadsafe(self._resolve, grant)
+
+    def _resolve(self, grant: Grant) -> None:
+        if not self._future.cancelled():
+            self._future.set_result(grant)
+        elif isinstance(grant, Worker):  # gave up meanwhile
+            self._sandbox._hand_on(grant)
+
+    async def wait(self) -> Worker:
+        grant = await self._future
+        if isinstance(grant, SQLEnvError):
+            raise grant
+        return grant
+
+    def pass_on(self) -> None:
+        if self._future.done() and not self._future.cancelled():
+            grant = self._future.result()
+            if isinstance(grant, Worker):
+                self._sandbox._hand_on(grant)

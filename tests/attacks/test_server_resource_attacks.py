@@ -1,0 +1,167 @@
+"""Resource attacks through the MCP and OpenEnv servers, each a real process on 127.0.0.1: every
+call ends within its deadline + 1 s with a clear error, the server's memory (its process and
+its SQL workers) stays within the per-call budget (N budgets for N calls at once), normal calls
+keep working during and after, and no database file changes."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from itertools import cycle
+
+import httpx
+import pytest
+from adversarial import CONCERT, HOSTILE_ANSWERS, RESOURCE_ATTACKS, snapshot
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from process_memory import MIB, PeakRSS
+
+from adapters.openenv.client import SQLEnvClient
+from env_core.sandbox_worker import HEADROOM_BYTES
+from evals.local_server import LocalServer, free_port
+
+pytestmark = pytest.mark.anyio
+DEV = "dev_without_wta_1"
+TIMEOUT_S = 2.0
+MEMORY_MB = 64
+# One call may add the budget, a worker's headroom and a fresh worker replacing a spent one.
+CALL_BOUND_MIB = MEMORY_MB + HEADROOM_BYTES // MIB + 40
+NORMAL_SQL = "SELECT count(*) FROM singer"
+COMMANDS = {
+    "mcp": (["-m", "sqlenv_mcp", "--transport", "http"], "/healthz"),
+    "openenv": (["-m", "adapters.openenv.server"], "/health"),
+}
+
+Call = Callable[[str, dict], Awaitable[str]]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def servers(spider_dir, cache_dir, spider_catalog):
+    started: dict[str, LocalServer] = {}
+    data = ["--data-dir", str(spider_dir), "--split", DEV, "--cache-dir", str(cache_dir)]
+    limits = ["--max-steps", "1000", "--query-timeout", str(TIMEOUT_S)]
+    limits += ["--sql-memory", str(MEMORY_MB)]
+    try:
+        for door, (module, health) in COMMANDS.items():
+            port = free_port()
+            command = [sys.executable, *module, "--port", str(port), *data, *limits]
+            started[door] = LocalServer(command, port, health)
+        yield started
+    finally:
+        for server in started.values():
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def files_before(spider_dir):
+    return snapshot(spider_dir / "database")
+
+
+@asynccontextmanager
+async def episode(door: str, url: str, db: str = CONCERT) -> AsyncIterator[Call]:
+    """An episode on `db` through the door; yields call(tool, arguments) -> the text shown."""
+    if door == "mcp":
+        async with (
+            streamable_http_client(f"{url}/mcp") as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            await session.call_tool("start_episode", {"db_id": db, "seed": 0})
+
+            async def call(tool: str, arguments: dict) -> str:
+                return (await session.call_tool(tool, arguments)).content[0].text
+
+            yield call
+        return
+    async with SQLEnvClient(base_url=url) as env:
+        await env.reset(db_id=db, seed=0)
+
+        async def call(tool: str, arguments: dict) -> str:
+            return (await env.call(tool, **arguments)).observation.text
+
+        yield call
+
+
+async def timed(call: Call, tool: str, arguments: dict) -> tuple[str, float]:
+    started = time.monotonic()
+    text = await call(tool, arguments)
+    return text, time.monotonic() - started
+
+
+@pytest.mark.parametrize("door", COMMANDS)
+@pytest.mark.parametrize("attack", RESOURCE_ATTACKS, ids=lambda attack: attack.id)
+async def test_one_attack_is_bounded(servers, files_before, door, attack):
+    server = servers[door]
+    async with episode(door, server.url, attack.db) as call:
+        await call("query", {"sql": NORMAL_SQL})  # the workers are up before measuring
+        with PeakRSS(server.process.pid) as peak:
+            text, elapsed = await timed(call, "query", {"sql": attack.sql})
+        assert attack.phrase in text, text[:300]
+        assert elapsed < TIMEOUT_S + 1.0, f"took {elapsed:.2f} s"
+        assert peak.growth_mib < CALL_BOUND_MIB, f"grew {peak.growth_mib:.0f} MiB"
+        after, _ = await timed(call, "query", {"sql": NORMAL_SQL})
+        assert after.startswith("count(*)\n6\n"), after
+
+
+@pytest.mark.parametrize("door", COMMANDS)
+async def test_attacks_at_once_stay_within_their_budgets(servers, files_before, door):
+    server = servers[door]
+    attack = RESOURCE_ATTACKS[0]
+
+    async def attack_once() -> tuple[str, float]:
+        async with episode(door, server.url) as call:
+            return await timed(call, "query", {"sql": attack.sql})
+
+    async with episode(door, server.url) as bystander:
+        await bystander("query", {"sql": NORMAL_SQL})
+        with PeakRSS(server.process.pid) as peak:
+            attacks = [asyncio.ensure_future(attack_once()) for _ in range(4)]
+            await asyncio.sleep(0.2)
+            normal, waited = await timed(bystander, "query", {"sql": NORMAL_SQL})
+            outcomes = await asyncio.gather(*attacks)
+    assert all(attack.phrase in text for text, _ in outcomes), outcomes
+    assert max(elapsed for _, elapsed in outcomes) < 2 * (TIMEOUT_S + 1.0)
+    assert normal.startswith("count(*)\n6\n"), normal
+    assert waited < TIMEOUT_S + 1.0, f"a normal query waited {waited:.2f} s"
+    assert peak.growth_mib < 4 * CALL_BOUND_MIB, f"grew {peak.growth_mib:.0f} MiB"
+
+
+@pytest.mark.parametrize("door", COMMANDS)
+async def test_hostile_answers_never_stall_the_server(servers, door):
+    server = servers[door]
+    health = COMMANDS[door][1]
+    latencies: list[float] = []
+    stop = asyncio.Event()
+
+    async def check_health() -> None:
+        async with httpx.AsyncClient(base_url=server.url) as client:
+            while not stop.is_set():
+                started = time.monotonic()
+                assert (await client.get(health)).status_code == 200
+                latencies.append(time.monotonic() - started)
+                await asyncio.sleep(0.01)
+
+    async def answer(value: str) -> tuple[str, float]:
+        async with episode(door, server.url) as call:
+            return await timed(call, "answer", {"value": value})
+
+    checker = asyncio.ensure_future(check_health())
+    answers = cycle(HOSTILE_ANSWERS.values())
+    outcomes = await asyncio.gather(*(answer(next(answers)) for _ in range(8)))
+    stop.set()
+    await checker
+    assert all(text.startswith("Incorrect.") for text, _ in outcomes), outcomes
+    assert max(elapsed for _, elapsed in outcomes) < 2.0
+    assert max(latencies) < 0.5, f"a health check waited {max(latencies):.2f} s"
+
+
+def test_no_database_file_changed(spider_dir, files_before, servers):
+    assert snapshot(spider_dir / "database") == files_before
