@@ -9,19 +9,13 @@ from typing import Any
 from datasets import Dataset
 
 from env_core.catalog import Catalog, Question
-
-# TRL appends the engine's opening text (question, database, tables, budget) to the last prompt
-# message with no separator, hence the trailing blank line.
-INSTRUCTIONS = (
-    "Answer the question below about a SQLite database whose schema is hidden. Explore it "
-    "with the tools describe, sample and query, then call answer once with the exact result "
-    "the question asks for.\n\n"
-)
+from env_core.contract import opening_messages
 
 
 def task_prompt() -> list[dict[str, str]]:
-    """The conversational prompt every row starts from; `reset` completes it."""
-    return [{"role": "user", "content": INSTRUCTIONS}]
+    """The conversational prompt every row starts from: the contract's opening with an empty
+    user turn, which TRL completes with `reset`'s text (it appends it with no separator)."""
+    return opening_messages("")
 
 
 def task_row(question: Question) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from trl.chat_template_utils import add_response_schema, get_training_chat_templ
 
 from adapters.trl import SQLEnvTRL
 from env_core.catalog import Question
-from training.transcripts import opening_messages, tool_schemas
+from training.transcripts import first_turn, tool_schemas
 
 JSON_TYPES = {"string": str, "integer": int}
 
@@ -64,7 +64,7 @@ def well_formed_rate(
     good = 0
     for question in questions:
         prompt_ids = tokenizer.apply_chat_template(
-            opening_messages(environment, question),
+            first_turn(environment, question),
             tools=schemas,
             chat_template=template,
             add_generation_prompt=True,

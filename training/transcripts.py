@@ -43,7 +43,7 @@ def tool_call_message(tool: str, arguments: dict[str, Any]) -> Message:
     }
 
 
-def opening_messages(environment: SQLEnvTRL, question: Question) -> list[Message]:
+def first_turn(environment: SQLEnvTRL, question: Question) -> list[Message]:
     """Start `question`'s episode; the prompt as GRPO sees it, completed by `reset`'s text."""
     prompt = task_prompt()
     opening = environment.reset(question_id=question.id)
@@ -52,7 +52,7 @@ def opening_messages(environment: SQLEnvTRL, question: Question) -> list[Message
 
 def oracle_transcript(environment: SQLEnvTRL, question: Question) -> list[Message] | None:
     """The oracle's episode on `question` as messages, or None if it did not answer correctly."""
-    messages = opening_messages(environment, question)
+    messages = first_turn(environment, question)
     episode = environment.episode
     calls = scripted_calls(question, episode.budget_left)
     call = next(calls, None)

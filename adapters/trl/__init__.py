@@ -4,7 +4,6 @@ from adapters.trl.environment import (
     SQLEnvTRL,
     environment_factory,
     episode_reward,
-    open_environment_factory,
     tool_methods,
 )
 
@@ -12,6 +11,5 @@ __all__ = [
     "SQLEnvTRL",
     "environment_factory",
     "episode_reward",
-    "open_environment_factory",
     "tool_methods",
 ]

@@ -2,8 +2,9 @@
 
 TRL exposes every public function of the class as a tool, renders its Google-style docstring
 as the tool's JSON schema, and calls `reset(**row)` with each dataset row before a rollout.
-The docstrings are written from `env_core.tools.TOOLS`, so the model reads the same
-descriptions as an MCP or OpenEnv agent, and each tool returns the engine's text unchanged.
+The docstrings are written from the engine's tool definitions (`env_core.tools`) under the
+session manager's limits, so the model reads the same descriptions as an MCP or OpenEnv agent
+(`env_core.contract.chat_tools` is that very schema), and each tool returns the engine's text.
 """
 
 from __future__ import annotations
@@ -16,19 +17,15 @@ from typing import Any
 from env_core.episode import Episode
 from env_core.errors import SQLEnvError
 from env_core.factory import open_sessions
+from env_core.render import error_text
 from env_core.sessions import SessionManager
-from env_core.tools import ANSWER, DESCRIBE, QUERY, SAMPLE, ToolSpec
+from env_core.tools import TOOLS, ToolSpec, tool_specs
 
 
-def _documented_by(spec: ToolSpec) -> Callable[[Callable[..., str]], Callable[..., str]]:
-    """Give a tool method the Google-style docstring of its engine tool."""
-
-    def document(method: Callable[..., str]) -> Callable[..., str]:
-        args = "".join(f"    {name}: {text}\n" for name, text in spec.arg_descriptions.items())
-        method.__doc__ = f"{spec.description}\n\nArgs:\n{args}"
-        return method
-
-    return document
+def _docstring(spec: ToolSpec) -> str:
+    """The Google-style docstring transformers turns into the tool's JSON schema."""
+    args = "".join(f"    {name}: {text}\n" for name, text in spec.arg_descriptions.items())
+    return f"{spec.description}\n\nArgs:\n{args}"
 
 
 @functools.cache
@@ -40,8 +37,15 @@ def _default_manager() -> SessionManager:
 class SQLEnvTRL:
     """One rollout's episode. TRL reuses instances across steps; `reset` starts each episode."""
 
+    tools: tuple[ToolSpec, ...] = TOOLS
+
     def __init__(self, manager: SessionManager | None = None) -> None:
         self._manager = manager or _default_manager()
+        if self._manager.tools != self.tools:
+            raise ValueError(
+                "this manager's row limits change the tools' descriptions: make instances "
+                "with environment_factory(manager)"
+            )
         self._episode: Episode | None = None
 
     @property
@@ -69,19 +73,15 @@ class SQLEnvTRL:
         )
         return self._episode.start.text
 
-    @_documented_by(DESCRIBE)
     def describe(self, table: str) -> str:
         return self._call("describe", {"table": table})
 
-    @_documented_by(SAMPLE)
     def sample(self, table: str, n: int = 5) -> str:
         return self._call("sample", {"table": table, "n": n})
 
-    @_documented_by(QUERY)
     def query(self, sql: str) -> str:
         return self._call("query", {"sql": sql})
 
-    @_documented_by(ANSWER)
     def answer(self, value: str) -> str:
         return self._call("answer", {"value": value})
 
@@ -102,12 +102,39 @@ class SQLEnvTRL:
         try:
             return self._manager.step(self._episode.episode_id, tool, arguments).text
         except SQLEnvError as error:  # e.g. a call after `answer` ended the episode
-            return f"Error: {error}"
+            return error_text(error)
 
     def _end_episode(self) -> None:
         if self._episode is not None:
             self._manager.close(self._episode.episode_id)
             self._episode = None
+
+
+def _document(environment: type[SQLEnvTRL]) -> type[SQLEnvTRL]:
+    for spec in environment.tools:
+        getattr(environment, spec.name).__doc__ = _docstring(spec)
+    return environment
+
+
+_document(SQLEnvTRL)
+
+
+@functools.cache
+def _environment_class(max_rows: int, max_sample_rows: int) -> type[SQLEnvTRL]:
+    """SQLEnvTRL with its tools described under other row limits."""
+    tools = tool_specs(max_rows, max_sample_rows)
+    if tools == SQLEnvTRL.tools:
+        return SQLEnvTRL
+    methods = {spec.name: _copy(getattr(SQLEnvTRL, spec.name)) for spec in tools}
+    return _document(type("SQLEnvTRL", (SQLEnvTRL,), {"tools": tools, **methods}))
+
+
+def _copy(method: Callable[..., str]) -> Callable[..., str]:
+    @functools.wraps(method)
+    def tool(self: SQLEnvTRL, *args: Any, **kwargs: Any) -> str:
+        return method(self, *args, **kwargs)
+
+    return tool
 
 
 def tool_methods(environment: SQLEnvTRL) -> list[Callable[..., str]]:
@@ -134,27 +161,7 @@ def episode_reward(environments: list[SQLEnvTRL], **_kwargs: Any) -> list[float]
 
 
 def environment_factory(manager: SessionManager) -> Callable[[], SQLEnvTRL]:
-    """A zero-argument factory for TRL whose instances share `manager`."""
-    return functools.partial(SQLEnvTRL, manager)
-
-
-def open_environment_factory(
-    data_dir: str | None = None,
-    *,
-    split: str = "dev",
-    max_steps: int = 15,
-    reward_profile: str = "shaped",
-    max_sessions: int = 1024,
-    **session_options: Any,
-) -> Callable[[], SQLEnvTRL]:
-    """Open a session manager over `data_dir` (default: $SQLENV_DATA_DIR, else the demo) and
-    return a factory bound to it; `session_options` go to `env_core.factory.open_sessions`."""
-    manager = open_sessions(
-        data_dir,
-        split=split,
-        max_steps=max_steps,
-        reward_profile=reward_profile,
-        max_sessions=max_sessions,
-        **session_options,
-    )
-    return environment_factory(manager)
+    """A zero-argument factory for TRL whose instances share `manager`, their tools described
+    under its limits."""
+    limits = manager.config.limits
+    return functools.partial(_environment_class(limits.max_rows, limits.max_sample_rows), manager)

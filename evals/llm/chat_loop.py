@@ -13,8 +13,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from env_core.tools import TOOLS_BY_NAME
-from evals.llm.prompt import NO_TOOL_CALL, TOOL_SCHEMAS, Message, opening_messages
+from env_core.contract import Message, chat_tools, opening_messages
+from env_core.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
+from evals.llm.prompt import NO_TOOL_CALL
 from evals.policy import EpisodeContext, Play, ToolCall
 
 MAX_MALFORMED_IN_A_ROW = 3
@@ -74,15 +75,18 @@ def assistant_message(content: str, call: RawToolCall, arguments: dict[str, Any]
 class ChatPolicy:
     """A policy that asks a chat model for each tool call."""
 
-    def __init__(self, name: str, backend: ChatBackend) -> None:
+    def __init__(
+        self, name: str, backend: ChatBackend, tools: tuple[ToolSpec, ...] = TOOLS
+    ) -> None:
         self.name = name
         self.backend = backend
+        self.tools = chat_tools(tools)
 
     def play(self, context: EpisodeContext) -> Play:
         messages = opening_messages(context.start.text)
         malformed_in_a_row = 0
         while True:
-            turn = self.backend.complete(messages, TOOL_SCHEMAS, context.rng.randrange(2**31))
+            turn = self.backend.complete(messages, self.tools, context.rng.randrange(2**31))
             context.notes["model_turns"] += 1
             found = usable_call(turn)
             if found is None:

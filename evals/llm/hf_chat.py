@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from env_core.contract import Message
 from evals.llm.chat_loop import ChatPolicy, ModelTurn
 from evals.llm.hermes import parse_hermes
-from evals.llm.prompt import Message
 from evals.llm.settings import GenerationSettings
 
 

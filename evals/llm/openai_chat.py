@@ -8,8 +8,8 @@ from typing import Any
 
 import httpx
 
+from env_core.contract import Message
 from evals.llm.chat_loop import ChatPolicy, ModelTurn, RawToolCall
-from evals.llm.prompt import Message
 from evals.llm.settings import GenerationSettings
 
 RETRIES = 4

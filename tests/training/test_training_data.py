@@ -12,7 +12,8 @@ from trl.chat_template_utils import (
 )
 
 from adapters.trl import SQLEnvTRL
-from training.datasets import INSTRUCTIONS, choose_questions, task_dataset
+from env_core.contract import opening_messages
+from training.datasets import choose_questions, task_dataset
 from training.tiny import build_tokenizer, render_corpus
 from training.tool_calls import is_well_formed
 from training.transcripts import (
@@ -33,8 +34,7 @@ def test_task_rows_reset_the_question_they_name(spider_manager, spider_catalog):
     assert dataset.column_names == ["prompt", "question_id", "db_id", "hardness"]
     environment = SQLEnvTRL(spider_manager)
     for row, question in zip(dataset, questions, strict=True):
-        assert row["prompt"] == [{"role": "user", "content": INSTRUCTIONS}]
-        assert row["prompt"][-1]["content"].endswith("\n\n")  # TRL appends with no separator
+        assert row["prompt"] == opening_messages("")  # TRL appends reset's text to the last
         opening = environment.reset(**row)  # the whole row, as GRPOTrainer passes it
         assert environment.episode.question == question
         assert opening.startswith(f"Question: {question.text}\nDatabase: {question.db_id}\n")

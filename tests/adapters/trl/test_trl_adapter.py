@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from transformers.utils import get_json_schema
 
 from adapters.trl import SQLEnvTRL, environment_factory, episode_reward, tool_methods
+from env_core.executor import ExecutorLimits
 from env_core.scripted import scripted_calls
+from env_core.sessions import SessionManager
 from env_core.tools import TOOLS, TOOLS_BY_NAME
 
 
@@ -103,6 +107,21 @@ def test_unknown_argument_names_become_errors_trl_feeds_back(spider_manager):
         environment.describe(name="singer")  # TRL catches it and shows {'error': ...}
     assert environment.sample("singer", n=50).startswith("Error: sample: n must be")
     assert TOOLS_BY_NAME["sample"].parameters["properties"]["n"]["maximum"] == 20
+
+
+def test_the_tools_are_described_under_the_managers_row_limits(spider_manager):
+    config = replace(spider_manager.config, limits=ExecutorLimits(max_rows=7, max_sample_rows=9))
+    manager = SessionManager(spider_manager.catalog, config)
+    environment = environment_factory(manager)()
+    described = {m.__name__: get_json_schema(m)["function"] for m in tool_methods(environment)}
+    assert "at most 7 rows" in described["query"]["description"]
+    assert "(1 to 9)" in described["sample"]["parameters"]["properties"]["n"]["description"]
+    environment.reset(question_id="dev_without_wta_1:0")
+    assert environment.query("SELECT 1").startswith("1\n1\n")
+    with pytest.raises(ValueError, match="environment_factory"):
+        SQLEnvTRL(manager)
+    assert "at most 20 rows" in get_json_schema(SQLEnvTRL.query)["function"]["description"]
+    manager.shutdown()
 
 
 def test_the_bare_class_serves_the_demo_when_no_data_dir_is_set(monkeypatch, cache_dir):
