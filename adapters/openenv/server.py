@@ -25,6 +25,7 @@ from openenv.core.env_server.types import ConcurrencyConfig
 
 from adapters.openenv.environment import SQLExploreEnvironment
 from adapters.openenv.models import EpisodeObservation, SQLState
+from adapters.openenv.openapi import document_websocket
 from adapters.openenv.web import build_play_ui
 from env_core.factory import open_sessions
 from env_core.rewards import PROFILES
@@ -96,6 +97,7 @@ def build_app(settings: ServerSettings) -> FastAPI:
         state_cls=SQLState,
         reset_observation_cls=EpisodeObservation,
     )
+    document_websocket(app)
 
     @app.get("/stats", tags=["Environment Info"], summary="Episodes held by the engine")
     def stats() -> dict[str, int]:
