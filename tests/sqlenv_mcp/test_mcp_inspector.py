@@ -1,21 +1,14 @@
 """The official MCP Inspector (CLI mode, from npm) against our stdio and HTTP servers."""
 
-import json
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-
-INSPECTOR = Path(__file__).resolve().parents[2] / "node_modules" / ".bin" / "mcp-inspector"
-EPISODE_TOOLS = ["start_episode", "describe", "sample", "query", "answer", "end_episode"]
+from mcp_inspector import EPISODE_TOOLS, call_tool, http, list_tools, require_inspector
 
 
 @pytest.fixture(scope="module")
 def inspector():
-    if not INSPECTOR.exists():
-        pytest.fail(f"{INSPECTOR} is missing: run `npm ci` (make test does) to install it")
-    return str(INSPECTOR)
+    return require_inspector()
 
 
 @pytest.fixture
@@ -23,27 +16,8 @@ def concert_db(spider_dir):
     return spider_dir / "database" / "concert_singer" / "concert_singer.sqlite"
 
 
-def run(inspector: str, *args: str) -> dict:
-    done = subprocess.run([inspector, "--cli", *args], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
-
-
 def stdio(*server_args: str) -> list[str]:
     return [sys.executable, "-m", "sqlenv_mcp", *server_args]
-
-
-def http(url: str) -> list[str]:
-    return [f"{url}/mcp", "--transport", "http"]
-
-
-def list_tools(inspector: str, target: list[str]) -> list[str]:
-    return [tool["name"] for tool in run(inspector, *target, "--method", "tools/list")["tools"]]
-
-
-def call_tool(inspector: str, target: list[str], tool: str, argument: str) -> dict:
-    call = ["--method", "tools/call", "--tool-name", tool, "--tool-arg", argument]
-    return run(inspector, *target, *call)
 
 
 def test_stdio_episode_mode(inspector, spider_dir, cache_dir):
