@@ -1,8 +1,10 @@
 # The sqlenv servers in one image. By default the OpenEnv server (WebSocket /ws, HTTP, /mcp
-# JSON-RPC; /web with ENABLE_WEB_INTERFACE=true); the MCP streamable-HTTP server instead with
+# JSON-RPC, and the /web page when switched on: see the README); the MCP streamable-HTTP server
+# instead with
 #   docker run -p 8000:8000 IMAGE sqlenv-mcp --transport http --host 0.0.0.0 --port 8000
 # The embedded demo data is built in; serve Spider by mounting it:
 #   docker run -p 8000:8000 -v /path/to/spider:/data/spider:ro -e SQLENV_DATA_DIR=/data/spider IMAGE
+# This file never names the web page's switch: `openenv push` adds it for a Space only then.
 FROM python:3.11-slim-bookworm
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -19,9 +21,11 @@ COPY pyproject.toml README.md LICENSE ./
 COPY env_core ./env_core
 COPY sqlenv_mcp ./sqlenv_mcp
 COPY adapters ./adapters
-# The project itself, from this tree; its dependencies are bounded in pyproject.toml.
+COPY evals ./evals
+# The project itself, from this tree, with every door and the evaluation harness (`sqlenv
+# eval`); the training stack (torch) stays out. Dependencies are bounded in pyproject.toml.
 # hadolint ignore=DL3013
-RUN pip install --no-cache-dir ".[mcp,openenv]"
+RUN pip install --no-cache-dir ".[mcp,openenv,eval]"
 
 USER 1000
 # Build the demo databases and their answer keys now, so the first start is warm.

@@ -5,7 +5,7 @@ PIP := $(BIN)/python -m pip install --quiet
 # The CPU build of PyTorch must be installed before the training extras, or they pull a CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: setup setup-all run test lint format bench clean
+.PHONY: setup setup-all run test lint format bench clean image-test
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ test: setup-all node_modules/.package-lock.json
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest
+
+# The Dockerfile built and run (tests/deploy/test_image.py; `make test` runs it too).
+image-test: setup-all node_modules/.package-lock.json
+	scripts/install-browser.sh
+	$(BIN)/pytest tests/deploy/test_image.py
 
 format: setup
 	$(BIN)/ruff check --fix .
