@@ -1,11 +1,12 @@
 """What each resource attack costs a real server, and what the bounds cost a normal query.
 
 A `sqlenv-mcp --transport http` (or `sqlenv-openenv`) process on 127.0.0.1 serves Spider dev.
-For each attack class (tests/adversarial.py: compile blow-ups, wide rows, an uninterruptible
-row, hostile answers) it prints the wall time and the growth of the server's resident memory
-(its process and its SQL workers) at the peak and one second after, for one call and for four
-at once. Then a normal query's p50: in process without the sandbox (before), in process with it
-(after), and through the server, with the ratio after/before.
+For each attack class it prints the wall time and the growth of the server's resident memory
+(its process and its SQL workers) at the peak and one second after, for one attack and for four
+at once: tool calls (tests/adversarial.py: compile blow-ups, wide rows, an uninterruptible row,
+hostile answers), then requests (connection floods, oversized bodies and values, malformed
+WebSocket frames). Then a normal query's p50: in process without the sandbox (before), in
+process with it (after), and through the server, with the ratio after/before.
 
     python benchmarks/attack_bounds.py --data-dir ../shared/data/spider [--door openenv]
 """
@@ -14,131 +15,142 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import sys
-import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import psutil
+import httpx
+import websockets
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from adversarial import CONCERT, HOSTILE_ANSWERS, RESOURCE_ATTACKS
+from process_memory import MIB, PeakRSS, tree_rss
+from served_episodes import episode
 
 from env_core.executor import ReadOnlyExecutor
 from env_core.sandbox import Sandbox
 from evals.local_server import LocalServer, free_port
 
-MIB = 1 << 20
 NORMAL_SQL = "SELECT Name, Age FROM singer ORDER BY Age DESC"
 UNINTERRUPTIBLE_ROW = (
     "WITH s(a, b) AS (SELECT hex(zeroblob(9999)), hex(zeroblob(2500)) || '1') SELECT "
     + ", ".join(["instr(a, b)"] * 600)
     + " FROM s"
 )
-Call = Callable[[str, dict], Awaitable[str]]
 SERVERS = {
     "mcp": (["sqlenv_mcp", "--transport", "http"], "/healthz"),
     "openenv": (["adapters.openenv.server"], "/health"),
 }
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "flood", "version": "1"},
+    },
+}
+Attack = Callable[[str], Awaitable[str]]  # one attack on the server at this URL -> outcome
 
 
-def tree_rss(pid: int) -> int:
-    process = psutil.Process(pid)
-    total = process.memory_info().rss
-    for child in process.children(recursive=True):
-        with suppress(psutil.NoSuchProcess):  # it exited meanwhile
-            total += child.memory_info().rss
-    return total
+def tool_attack(door: str, tool: str, arguments: dict) -> Attack:
+    """One tool call in an episode of its own; the wall time counts the call alone."""
+
+    async def attack(url: str) -> str:
+        async with episode(door, url, CONCERT) as call:
+            await call("query", {"sql": "SELECT 1"})
+            return (await call(tool, arguments)).splitlines()[0]
+
+    return attack
 
 
-class Peak:
-    """The largest tree RSS seen while the block runs, sampled every 5 ms."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid, self.bytes = pid, 0
-        self._stop = threading.Event()
-
-    def __enter__(self) -> Peak:
-        self.before = self.bytes = tree_rss(self.pid)
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _sample(self) -> None:
-        while not self._stop.is_set():
-            self.bytes = max(self.bytes, tree_rss(self.pid))
-            time.sleep(0.005)
+async def connection_flood(url: str) -> str:
+    """500 MCP connections opened and never ended."""
+    async with httpx.AsyncClient() as http:
+        replies = [
+            await http.post(f"{url}/mcp", json=INITIALIZE, headers=MCP_HEADERS) for _ in range(500)
+        ]
+    refused = sum(reply.status_code == 429 for reply in replies)
+    return f"{500 - refused} opened, {refused} refused (429)"
 
 
-@asynccontextmanager
-async def episode(door: str, url: str) -> AsyncIterator[Call]:
+async def streamed_body(url: str) -> str:
+    """100 MB posted to /reset with no declared length."""
+
+    def chunks():
+        for _ in range(100):
+            yield b" " * (1 << 20)
+
+    async with httpx.AsyncClient() as http:
+        reply = await http.post(f"{url}/reset", content=chunks())
+    return f"HTTP {reply.status_code}"
+
+
+async def long_value(url: str) -> str:
+    """A 900 KB question id, under the body limit: how much of it comes back."""
+    async with httpx.AsyncClient() as http:
+        reply = await http.post(f"{url}/reset", json={"question_id": "x" * 900_000})
+    return f"HTTP {reply.status_code}, {len(reply.content)} bytes back"
+
+
+async def session_flood(url: str) -> str:
+    """200 OpenEnv sessions created over HTTP and never attached or closed."""
+    create = {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create", "params": {}}
+    async with httpx.AsyncClient() as http:
+        replies = [(await http.post(f"{url}/mcp", json=create)).json() for _ in range(200)]
+    refused = sum("error" in reply for reply in replies)
+    return f"{200 - refused} created, {refused} refused"
+
+
+async def malformed_frames(url: str) -> str:
+    """1,000 WebSocket frames that are not messages, then a reset on the same socket."""
+    async with websockets.connect(f"{url.replace('http', 'ws')}/ws") as socket:
+        for _ in range(1_000):
+            await socket.send("[1, 2]")
+            await socket.recv()
+        await socket.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+        return f"session alive: {json.loads(await socket.recv())['type']}"
+
+
+def attacks(door: str) -> list[tuple[str, Attack]]:
+    calls = [(a.id, tool_attack(door, "query", {"sql": a.sql})) for a in RESOURCE_ATTACKS]
+    calls.append(("uninterruptible_row", tool_attack(door, "query", {"sql": UNINTERRUPTIBLE_ROW})))
+    calls += [
+        (name, tool_attack(door, "answer", {"value": value}))
+        for name, value in HOSTILE_ANSWERS.items()
+    ]
     if door == "mcp":
-        from mcp import ClientSession
-        from mcp.client.streamable_http import streamable_http_client
-
-        async with (
-            streamable_http_client(f"{url}/mcp") as (read, write, _),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
-            await session.call_tool("start_episode", {"db_id": CONCERT, "seed": 0})
-
-            async def call(tool: str, arguments: dict) -> str:
-                return (await session.call_tool(tool, arguments)).content[0].text
-
-            yield call
-        return
-    from adapters.openenv.client import SQLEnvClient
-
-    async with SQLEnvClient(base_url=url) as env:
-        await env.reset(db_id=CONCERT, seed=0)
-
-        async def call(tool: str, arguments: dict) -> str:
-            return (await env.call(tool, **arguments)).observation.text
-
-        yield call
+        return [*calls, ("connection_flood", connection_flood)]
+    requests = [("body_100mb", streamed_body), ("long_question_id", long_value)]
+    requests += [("session_flood", session_flood), ("malformed_frames", malformed_frames)]
+    return calls + requests
 
 
-async def attack(door: str, url: str, tool: str, arguments: dict) -> tuple[float, str]:
-    async with episode(door, url) as call:
-        await call("query", {"sql": "SELECT 1"})
-        started = time.monotonic()
-        text = await call(tool, arguments)
-        return time.monotonic() - started, text.splitlines()[0]
-
-
-async def measure(door: str, url: str, pid: int, tool: str, arguments: dict, copies: int):
-    with Peak(pid) as peak:
-        outcomes = await asyncio.gather(
-            *(attack(door, url, tool, arguments) for _ in range(copies))
-        )
+async def measure(
+    attack: Attack, url: str, pid: int, copies: int
+) -> tuple[float, float, float, str]:
+    """Wall time, peak and kept growth (MiB) of `copies` attacks at once, and one outcome."""
+    started = time.monotonic()
+    with PeakRSS(pid) as peak:
+        outcomes = await asyncio.gather(*(attack(url) for _ in range(copies)))
+    wall = time.monotonic() - started
     await asyncio.sleep(1.0)
-    kept = tree_rss(pid) - peak.before
-    wall = max(elapsed for elapsed, _ in outcomes)
-    return wall, (peak.bytes - peak.before) / MIB, kept / MIB, outcomes[0][1]
-
-
-def classes() -> list[tuple[str, str, dict]]:
-    cases = [(a.id, "query", {"sql": a.sql}) for a in RESOURCE_ATTACKS]
-    cases.append(("uninterruptible_row", "query", {"sql": UNINTERRUPTIBLE_ROW}))
-    cases += [(name, "answer", {"value": value}) for name, value in HOSTILE_ANSWERS.items()]
-    return cases
+    kept = (tree_rss(pid) - peak.before) / MIB
+    return wall, peak.growth_mib, kept, outcomes[0]
 
 
 async def attack_table(door: str, server: LocalServer) -> None:
     pid = server.process.pid
     print(f"{door} server, {tree_rss(pid) / MIB:.0f} MiB resident with its workers at rest")
     print(f"{'class':<28}{'copies':>7}{'wall s':>8}{'peak +MiB':>11}{'kept +MiB':>11}  outcome")
-    for name, tool, arguments in classes():
+    for name, attack in attacks(door):
         for copies in (1, 4):
-            wall, peak, kept, text = await measure(door, server.url, pid, tool, arguments, copies)
+            wall, peak, kept, text = await measure(attack, server.url, pid, copies)
             print(f"{name:<28}{copies:>7}{wall:>8.2f}{peak:>11.0f}{kept:>11.0f}  {text[:60]}")
 
 
@@ -158,7 +170,7 @@ async def normal_query_table(door: str, server: LocalServer, database: Path, rou
     after.query(NORMAL_SQL)
     old = p50_us(lambda: before.query(NORMAL_SQL), rounds)
     new = p50_us(lambda: after.query(NORMAL_SQL), rounds)
-    async with episode(door, server.url) as call:
+    async with episode(door, server.url, CONCERT) as call:
         samples = []
         for _ in range(rounds):
             started = time.perf_counter_ns()

@@ -28,7 +28,7 @@ NOOP_OUTPUT = {
 def main() -> None:
     args = build_parser().parse_args()
     logging.basicConfig(level=args.log_level, stream=sys.stderr)
-    server = build_server(args)
+    server, in_use = build_server(args)
 
     @server.tool(description="Do nothing; returns a result shaped like the episode tools'.")
     async def noop() -> Annotated[CallToolResult, StepOutput]:
@@ -38,7 +38,7 @@ def main() -> None:
     async def noop_plain() -> CallToolResult:
         return tool_result("ok", NOOP_OUTPUT)
 
-    serve(server, args)
+    serve(server, in_use, args)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ def open_sessions(
     cache_dir: Path | None = None,
     max_steps: int = 15,
     max_sessions: int = 256,
-    max_sessions_per_client: int = 32,
+    max_episodes_per_client: int = 32,
     route_by_episode_id: bool = False,
     idle_ttl_s: float = 900.0,
     reward_profile: str = "shaped",
@@ -40,7 +40,7 @@ def open_sessions(
         split=split,
         max_steps=max_steps,
         max_sessions=max_sessions,
-        max_sessions_per_client=max_sessions_per_client,
+        max_episodes_per_client=max_episodes_per_client,
         route_by_episode_id=route_by_episode_id,
         idle_ttl_s=idle_ttl_s,
         rewards=RewardConfig.profile(reward_profile),
@@ -74,7 +74,7 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-sessions", type=int, default=256, help="episodes open at once (256)")
     parser.add_argument(
-        "--max-sessions-per-client",
+        "--max-episodes-per-client",
         type=int,
         default=32,
         help="episodes one client (remote address) may hold open at once (32)",
@@ -114,7 +114,7 @@ def sessions_from(args: argparse.Namespace) -> SessionManager:
         cache_dir=args.cache_dir,
         max_steps=args.max_steps,
         max_sessions=args.max_sessions,
-        max_sessions_per_client=args.max_sessions_per_client,
+        max_episodes_per_client=args.max_episodes_per_client,
         route_by_episode_id=args.route_by_episode_id,
         idle_ttl_s=args.idle_ttl,
         reward_profile=args.reward_profile,

@@ -36,7 +36,7 @@ class SessionConfig:
     max_steps: int = 15
     max_sessions: int = 256
     # Open episodes one client (a door's name for a remote address) may hold at once.
-    max_sessions_per_client: int = 32
+    max_episodes_per_client: int = 32
     idle_ttl_s: float = 900.0
     # Let any connection act on an episode by its id, not only the one that started it
     # (for deployments that route calls by episode id).
@@ -47,11 +47,11 @@ class SessionConfig:
     sql_memory_mb: int = 64
 
     def __post_init__(self) -> None:
-        if min(self.max_steps, self.max_sessions, self.max_sessions_per_client) < 1 or (
+        if min(self.max_steps, self.max_sessions, self.max_episodes_per_client) < 1 or (
             self.idle_ttl_s <= 0
         ):
             raise ValueError(
-                "max_steps, max_sessions, max_sessions_per_client and idle_ttl_s must be positive"
+                "max_steps, max_sessions, max_episodes_per_client and idle_ttl_s must be positive"
             )
 
 
@@ -122,6 +122,7 @@ class SessionManager:
     ) -> Episode:
         """Open an episode. `owner` names the connection that may act on it (any, if None);
         `client` the remote party whose open episodes are capped together."""
+        _check_selectors(None, {"episode_id": episode_id})
         question = self.choose_question(
             seed=seed, question_id=question_id, db_id=db_id, split=split
         )
@@ -135,7 +136,7 @@ class SessionManager:
                     f"all {self.config.max_sessions} episode slots are in use; end an episode "
                     "or retry after idle ones expire"
                 )
-            limit = self.config.max_sessions_per_client
+            limit = self.config.max_episodes_per_client
             if client is not None and self._clients[client] >= limit:
                 raise CapacityError(
                     f"you have {limit} episodes open, as many as one client may; "

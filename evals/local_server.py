@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import tempfile
 import time
 
 import httpx
+
+from env_core.parent_watch import PARENT_VARIABLE
 
 
 def free_port() -> int:
@@ -24,7 +27,12 @@ class LocalServer:
     ) -> None:
         self.url = f"http://127.0.0.1:{port}"
         self._log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115  (closed in stop)
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self._log)
+        self.process = subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            env={**os.environ, PARENT_VARIABLE: str(os.getpid())},  # it stops when we do
+        )
         deadline = time.monotonic() + startup_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -4,6 +4,7 @@ import argparse
 import logging
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from mcp.server.fastmcp import FastMCP
@@ -11,7 +12,9 @@ from mcp.server.fastmcp import FastMCP
 from env_core.errors import SQLEnvError
 from env_core.executor import ExecutorLimits
 from env_core.factory import add_session_arguments, sessions_from
+from env_core.parent_watch import stop_with_parent
 from env_core.sandbox import Sandbox
+from sqlenv_mcp.episodes import Connections
 from sqlenv_mcp.explorer import UserDatabases
 from sqlenv_mcp.server import HttpSettings, build_episode_server, build_explorer_server, http_app
 
@@ -50,6 +53,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=os.environ.get(TOKEN_VARIABLE),
         help=f"require 'Authorization: Bearer TOKEN' on HTTP (default: ${TOKEN_VARIABLE})",
     )
+    parser.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=HttpSettings.max_connections_per_client,
+        metavar="N",
+        help="MCP connections one client (remote address) may hold open over HTTP "
+        f"({HttpSettings.max_connections_per_client})",
+    )
+    parser.add_argument(
+        "--idle-connection-timeout",
+        type=float,
+        default=HttpSettings.idle_connection_timeout_s,
+        metavar="SECONDS",
+        help="an HTTP connection holding no episode ends after this long idle "
+        f"({HttpSettings.idle_connection_timeout_s:g})",
+    )
     add_session_arguments(parser)
     parser.add_argument(
         "--db",
@@ -73,28 +92,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def build_server(args: argparse.Namespace) -> FastMCP:
-    """The server the parsed command line describes; raises SQLEnvError on bad data."""
-    http = HttpSettings(host=args.host, port=args.port, allowed_hosts=tuple(args.allowed_host))
+def http_settings(args: argparse.Namespace) -> HttpSettings:
+    return HttpSettings(
+        host=args.host,
+        port=args.port,
+        allowed_hosts=tuple(args.allowed_host),
+        max_connections_per_client=args.max_connections_per_client,
+        idle_connection_timeout_s=args.idle_connection_timeout,
+    )
+
+
+def build_server(args: argparse.Namespace) -> tuple[FastMCP, Callable[[str], bool]]:
+    """The server the parsed command line describes, and which of its HTTP connections are
+    in use (see `sqlenv_mcp.guard`); raises SQLEnvError on bad data."""
+    http = http_settings(args)
     if args.db:
         limits = ExecutorLimits(timeout_s=args.query_timeout, max_rows=args.max_rows)
         sandbox = Sandbox(args.sql_workers, args.sql_memory)
-        return build_explorer_server(
-            UserDatabases.from_path(args.db, limits, sandbox), http, args.output_schemas
-        )
+        databases = UserDatabases.from_path(args.db, limits, sandbox)
+        return build_explorer_server(databases, http, args.output_schemas), lambda _id: True
     manager = sessions_from(args)
     manager.start_reaper()
-    return build_episode_server(manager, http, args.output_schemas)
+    connections = Connections(manager)
+    server = build_episode_server(manager, http, args.output_schemas, connections)
+    return server, connections.holds_episode
 
 
-def serve(server: FastMCP, args: argparse.Namespace) -> None:
+def serve(server: FastMCP, in_use: Callable[[str], bool], args: argparse.Namespace) -> None:
     if args.transport == "stdio":
         server.run("stdio")
         return
     import uvicorn
 
+    stop_with_parent()
     log.warning("serving MCP at http://%s:%d/mcp (health: /healthz)", args.host, args.port)
-    app = http_app(server, args.auth_token)
+    app = http_app(server, http_settings(args), args.auth_token, in_use)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
 
 
@@ -102,9 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(name)s: %(message)s")
     try:
-        server = build_server(args)
+        server, in_use = build_server(args)
     except (SQLEnvError, ValueError) as error:
         print(f"sqlenv-mcp: {error}", file=sys.stderr)
         return 2
-    serve(server, args)
+    serve(server, in_use, args)
     return 0

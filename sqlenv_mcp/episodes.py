@@ -2,8 +2,10 @@
 
 Each MCP connection (a stdio process, an HTTP session, an in-memory client) enters the server
 lifespan once in mcp 1.x, so the lifespan holds that connection's episodes and closes them when
-the connection ends. Every tool also takes an optional `episode_id`, for stateless clients and
-clients that run several episodes at once.
+the connection ends. A connection's new episode ends its previous one, unless the client asks
+to keep several (at most `MAX_EPISODES_PER_CONNECTION`); every tool also takes an optional
+`episode_id` to act on one of them. Episodes are capped per client (remote address) by the
+session manager, and an episode answers only the connection that started it.
 """
 
 import uuid
@@ -18,7 +20,8 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from env_core import contract
-from env_core.errors import SQLEnvError, UnknownEpisodeError
+from env_core.episode import Episode
+from env_core.errors import CapacityError, SQLEnvError, UnknownEpisodeError
 from env_core.sessions import SessionManager
 from env_core.tools import TOOLS_BY_NAME
 from sqlenv_mcp.results import (
@@ -30,6 +33,8 @@ from sqlenv_mcp.results import (
     step_result,
     tool_result,
 )
+
+MAX_EPISODES_PER_CONNECTION = 8
 
 INSTRUCTIONS = (
     "Call start_episode first: it gives the question, the database id, the table names and the "
@@ -57,6 +62,8 @@ class ConnectionEpisodes:
     current: str | None = None
     opened: list[str] = field(default_factory=list)
     owner: str = field(default_factory=lambda: uuid.uuid4().hex)
+    client: str | None = None  # the remote address, over HTTP
+    session_id: str | None = None  # the MCP session id, over HTTP
 
     def resolve(self, episode_id: str | None) -> str:
         if episode_id:
@@ -68,21 +75,89 @@ class ConnectionEpisodes:
             )
         return self.current
 
+    def start(self, keep_previous: bool, **selectors: Any) -> Episode:
+        """Open an episode; unless `keep_previous`, the connection's other episodes end."""
+        question = self.manager.choose_question(**selectors)  # a bad selector ends nothing
+        self._close(self.opened if not keep_previous else self._finished())
+        if len(self.opened) >= MAX_EPISODES_PER_CONNECTION:
+            raise CapacityError(
+                f"this connection has {MAX_EPISODES_PER_CONNECTION} episodes open, as many as "
+                "one connection may keep; end one (end_episode) or start without keep_previous"
+            )
+        episode = self.manager.create(question_id=question.id, owner=self.owner, client=self.client)
+        self.opened.append(episode.episode_id)
+        self.current = episode.episode_id
+        return episode
+
+    def end(self, episode_id: str) -> bool:
+        if episode_id == self.current:
+            self.current = None
+        if episode_id in self.opened:
+            self.opened.remove(episode_id)
+        return self.manager.close(episode_id, self.owner)
+
     def close_all(self) -> None:
-        for episode_id in self.opened:
-            self.manager.close(episode_id, self.owner)
-        self.opened.clear()
-        self.current = None
+        self._close(self.opened)
+
+    def _finished(self) -> list[str]:
+        """The episodes that can take no more calls (answered, or out of steps)."""
+        return [episode_id for episode_id in self.opened if not self._is_open(episode_id)]
+
+    def _is_open(self, episode_id: str) -> bool:
+        try:
+            return not self.manager.get(episode_id, self.owner).done
+        except UnknownEpisodeError:
+            return False
+
+    def _close(self, episode_ids: list[str]) -> None:
+        for episode_id in list(episode_ids):
+            self.end(episode_id)
+
+
+class Connections:
+    """The open connections of one server; over HTTP each is found by its MCP session id."""
+
+    def __init__(self, manager: SessionManager) -> None:
+        self.manager = manager
+        self._by_session_id: dict[str, ConnectionEpisodes] = {}
+
+    def of(self, ctx: Context) -> ConnectionEpisodes:
+        """The calling connection, which learns its address and session id from its first
+        HTTP request."""
+        episodes: ConnectionEpisodes = ctx.request_context.lifespan_context
+        request = ctx.request_context.request
+        if episodes.session_id is None and request is not None:
+            episodes.client = request.client.host if request.client else None
+            episodes.session_id = request.headers.get("mcp-session-id")
+            if episodes.session_id is not None:
+                self._by_session_id[episodes.session_id] = episodes
+        return episodes
+
+    def holds_episode(self, session_id: str) -> bool:
+        episodes = self._by_session_id.get(session_id)
+        return episodes is not None and bool(episodes.opened)
+
+    def lifespan(self):
+        @asynccontextmanager
+        async def connection(_server: FastMCP) -> AsyncIterator[ConnectionEpisodes]:
+            episodes = ConnectionEpisodes(self.manager)
+            try:
+                yield episodes
+            finally:
+                episodes.close_all()  # synchronous: the exit may run in a cancelled scope
+                if episodes.session_id is not None:
+                    self._by_session_id.pop(episodes.session_id, None)
+
+        return connection
 
 
 def register_episode_tools(
-    server: FastMCP, manager: SessionManager, output_schemas: bool = True
+    server: FastMCP, connections: Connections, output_schemas: bool = True
 ) -> None:
-    def connection(ctx: Context) -> ConnectionEpisodes:
-        return ctx.request_context.lifespan_context
+    manager = connections.manager
 
     async def step(ctx: Context, episode_id: str | None, tool: str, args: dict[str, Any]):
-        episodes = connection(ctx)
+        episodes = connections.of(ctx)
         try:
             resolved = episodes.resolve(episode_id)
             result = await manager.step_async(resolved, tool, args, episodes.owner)
@@ -93,7 +168,8 @@ def register_episode_tools(
     @server.tool(
         description="Start a new episode: returns the question, the database id, the table "
         "names and the step budget. Optionally pick the question by id, database or split, "
-        "or seed the random choice.",
+        "or seed the random choice. The connection's previous episode ends, unless "
+        f"keep_previous is set (at most {MAX_EPISODES_PER_CONNECTION} open at once).",
         annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=False, openWorldHint=False),
         structured_output=output_schemas,
     )
@@ -105,20 +181,20 @@ def register_episode_tools(
         db_id: Annotated[str | None, Field(description="Draw from this database only.")] = None,
         split: Annotated[str | None, Field(description="Draw from this split.")] = None,
         seed: Annotated[int | None, Field(ge=0, description="Seed for the random choice.")] = None,
+        keep_previous: Annotated[
+            bool,
+            Field(
+                description="Keep this connection's earlier episodes open, to act on them by "
+                "episode_id."
+            ),
+        ] = False,
     ) -> Annotated[CallToolResult, StartOutput]:
-        episodes = connection(ctx)
+        episodes = connections.of(ctx)
+        selectors = {"seed": seed, "question_id": question_id, "db_id": db_id, "split": split}
         try:
-            episode = manager.create(
-                seed=seed,
-                question_id=question_id,
-                db_id=db_id,
-                split=split,
-                owner=episodes.owner,
-            )
+            episode = episodes.start(keep_previous, **selectors)
         except SQLEnvError as error:
             raise MCPToolError(str(error)) from None
-        episodes.opened.append(episode.episode_id)
-        episodes.current = episode.episode_id
         return start_result(episode.start)
 
     spec = TOOLS_BY_NAME["describe"]
@@ -185,25 +261,11 @@ def register_episode_tools(
     async def end_episode(
         ctx: Context, episode_id: EPISODE_ID = None
     ) -> Annotated[CallToolResult, EndOutput]:
-        episodes = connection(ctx)
+        episodes = connections.of(ctx)
         try:
             resolved = episodes.resolve(episode_id)
         except SQLEnvError as error:
             raise MCPToolError(str(error)) from None
-        closed = manager.close(resolved, episodes.owner)
-        if resolved == episodes.current:
-            episodes.current = None
+        closed = episodes.end(resolved)
         text = f"Episode {resolved} {'ended' if closed else 'was not open'}."
         return tool_result(text, {"episode_id": resolved, "closed": closed})
-
-
-def episode_lifespan(manager: SessionManager):
-    @asynccontextmanager
-    async def lifespan(_server: FastMCP) -> AsyncIterator[ConnectionEpisodes]:
-        episodes = ConnectionEpisodes(manager)
-        try:
-            yield episodes
-        finally:
-            episodes.close_all()  # synchronous: the exit may run in a cancelled scope
-
-    return lifespan

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from mcp.server.fastmcp import FastMCP
-from mcp.server.transport_security import TransportSecuritySettings
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from env_core import contract
 from env_core.sessions import SessionManager
 from sqlenv_mcp import episodes, explorer
+from sqlenv_mcp.guard import ConnectionGuard
 
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
@@ -27,6 +28,10 @@ class HttpSettings:
     allowed_hosts: tuple[str, ...] = ()
     session_idle_timeout_s: float = 1800.0
     max_http_sessions: int = 10_000
+    # Fair use (see sqlenv_mcp.guard): connections one client may hold open, and how long a
+    # connection holding no episode may stay idle.
+    max_connections_per_client: int = 64
+    idle_connection_timeout_s: float = 120.0
 
 
 def _new_server(
@@ -52,23 +57,32 @@ def _new_server(
         transport_security=security,
     )
 
+    host_check = TransportSecurityMiddleware(security)
+
+    # Custom routes bypass the SDK's checks: the Host check is made here; the token, if any,
+    # by `BearerAuth`, which answers a bare liveness check to a request without it.
     @server.custom_route("/healthz", methods=["GET"])
-    async def healthz(_request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", **health()})
+    async def healthz(request: Request) -> JSONResponse:
+        refused = await host_check.validate_request(request)
+        return refused or JSONResponse({"status": "ok", **health()})
 
     return server
 
 
 def build_episode_server(
-    manager: SessionManager, http: HttpSettings | None = None, output_schemas: bool = True
+    manager: SessionManager,
+    http: HttpSettings | None = None,
+    output_schemas: bool = True,
+    connections: episodes.Connections | None = None,
 ) -> FastMCP:
+    connections = connections or episodes.Connections(manager)
     server = _new_server(
         episodes.INSTRUCTIONS,
         http or HttpSettings(),
         lambda: {"episodes": asdict(manager.stats())},
-        episodes.episode_lifespan(manager),
+        connections.lifespan(),
     )
-    episodes.register_episode_tools(server, manager, output_schemas)
+    episodes.register_episode_tools(server, connections, output_schemas)
 
     @server.resource(
         "sqlenv://databases",
@@ -121,26 +135,44 @@ def build_explorer_server(
 
 
 class BearerAuth:
-    """Require `Authorization: Bearer <token>` on every path but /healthz."""
+    """Require `Authorization: Bearer <token>` on every path. /healthz without it answers a
+    bare liveness check (for load balancers and container health checks), nothing more."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
         self.expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] != "/healthz":
+        if scope["type"] == "http":
             given = dict(scope["headers"]).get(b"authorization", b"")
             if not hmac.compare_digest(given, self.expected):
-                response = PlainTextResponse(
-                    "missing or wrong bearer token",
-                    status_code=401,
-                    headers={"WWW-Authenticate": "Bearer"},
+                response = (
+                    JSONResponse({"status": "ok"})
+                    if scope["path"] == "/healthz"
+                    else PlainTextResponse(
+                        "missing or wrong bearer token",
+                        status_code=401,
+                        headers={"WWW-Authenticate": "Bearer"},
+                    )
                 )
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
 
-def http_app(server: FastMCP, auth_token: str | None) -> ASGIApp:
-    app = server.streamable_http_app()
+def http_app(
+    server: FastMCP,
+    http: HttpSettings,
+    auth_token: str | None,
+    in_use: Callable[[str], bool] = lambda _session_id: True,
+) -> ASGIApp:
+    """The streamable-HTTP application, its connections guarded (see `sqlenv_mcp.guard`):
+    `in_use(session_id)` tells a connection that must not be ended early."""
+    app = ConnectionGuard(
+        server.streamable_http_app(),
+        in_use,
+        per_client=http.max_connections_per_client,
+        idle_unused_s=http.idle_connection_timeout_s,
+        idle_s=http.session_idle_timeout_s,
+    )
     return BearerAuth(app, auth_token) if auth_token else app

@@ -18,16 +18,22 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import uvicorn
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
 from openenv.core.env_server.types import ConcurrencyConfig
 
 from adapters.openenv.environment import SQLExploreEnvironment
+from adapters.openenv.guard import RequestGuard
 from adapters.openenv.models import EpisodeObservation, SQLState
 from adapters.openenv.openapi import document_websocket
 from adapters.openenv.web import build_play_ui
+from env_core.errors import shown
 from env_core.factory import open_sessions
+from env_core.parent_watch import stop_with_parent
 from env_core.rewards import PROFILES
 
 log = logging.getLogger("adapters.openenv")
@@ -35,6 +41,8 @@ log = logging.getLogger("adapters.openenv")
 # Episodes held beyond the WebSocket sessions: the web page's one, and those of stateless
 # POST /reset calls, which live only while the request runs.
 EXTRA_EPISODES = 32
+# Request bodies and WebSocket messages: an answer or SQL is at most tens of kilobytes.
+MAX_MESSAGE_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,9 @@ class ServerSettings:
     query_timeout_s: float = 2.0
     sql_workers: int = 4
     sql_memory_mb: int = 64
+    # Fair use (see adapters.openenv.guard).
+    max_connections_per_client: int = 64
+    idle_connection_timeout_s: float = 120.0
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> ServerSettings:
@@ -103,6 +114,18 @@ def build_app(settings: ServerSettings) -> FastAPI:
     def stats() -> dict[str, int]:
         return asdict(manager.stats())
 
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
+        # FastAPI's own answer echoes every invalid value whole.
+        errors = [{**item, "input": shown(item.get("input"))} for item in error.errors()]
+        return JSONResponse({"detail": jsonable_encoder(errors)}, status_code=422)
+
+    app.add_middleware(
+        RequestGuard,
+        max_body_bytes=MAX_MESSAGE_BYTES,
+        per_client=settings.max_connections_per_client,
+        idle_unattached_s=settings.idle_connection_timeout_s,
+    )
     app.router.on_shutdown.append(manager.shutdown)
     return app
 
@@ -141,6 +164,22 @@ def build_parser(defaults: ServerSettings) -> argparse.ArgumentParser:
     parser.add_argument("--query-timeout", type=float, default=defaults.query_timeout_s)
     parser.add_argument("--sql-workers", type=int, default=defaults.sql_workers)
     parser.add_argument("--sql-memory", type=int, default=defaults.sql_memory_mb)
+    parser.add_argument(
+        "--max-connections-per-client",
+        type=int,
+        default=defaults.max_connections_per_client,
+        metavar="N",
+        help="WebSockets and HTTP-created sessions one client (remote address) may hold "
+        f"({defaults.max_connections_per_client})",
+    )
+    parser.add_argument(
+        "--idle-connection-timeout",
+        type=float,
+        default=defaults.idle_connection_timeout_s,
+        metavar="SECONDS",
+        help="a session created over HTTP with no WebSocket attached closes after this long "
+        f"idle ({defaults.idle_connection_timeout_s:g})",
+    )
     parser.add_argument("--web", action="store_true", help="serve the /web page too")
     parser.add_argument("--log-level", default="warning", help="uvicorn log level (warning)")
     return parser
@@ -163,11 +202,20 @@ def main(argv: list[str] | None = None) -> None:
         query_timeout_s=args.query_timeout,
         sql_workers=args.sql_workers,
         sql_memory_mb=args.sql_memory,
+        max_connections_per_client=args.max_connections_per_client,
+        idle_connection_timeout_s=args.idle_connection_timeout,
     )
     logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     app = build_app(settings)
+    stop_with_parent()
     log.info("serving sqlenv on http://%s:%d", args.host, args.port)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        ws_max_size=MAX_MESSAGE_BYTES,
+    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,18 @@ from adapters.openenv.models import observation_text, tool_arguments
 from env_core.tools import TOOLS, TOOLS_BY_NAME
 
 ARGUMENT_HELP = "table for describe and sample, one SELECT for query, the answer for answer"
+MAX_SEED_DIGITS = 18
+
+
+def seed_option(typed: str) -> dict[str, Any]:
+    """The reset option for the seed typed on the page (none if blank); ValueError unless it
+    is a plain whole number (`isdigit` alone admits "²", which `int` refuses)."""
+    seed = typed.strip()
+    if not seed:
+        return {}
+    if not (seed.isascii() and seed.isdigit() and len(seed) <= MAX_SEED_DIGITS):
+        raise ValueError(f"the seed must be a whole number of at most {MAX_SEED_DIGITS} digits")
+    return {"seed": int(seed)}
 
 
 def observation_html(observation: dict[str, Any]) -> str:
@@ -60,10 +72,10 @@ def build_play_ui(
     render = web_manager.env.render_web
 
     async def start(question_id: str, seed: str) -> tuple[str, str, list[str], str]:
-        seed = seed.strip()
-        if seed and not seed.isdigit():
-            return render({"text": "Error: the seed must be a whole number"}), "", [], ""
-        options: dict[str, Any] = {"seed": int(seed)} if seed else {}
+        try:
+            options = seed_option(seed)
+        except ValueError as error:
+            return render({"text": f"Error: {error}"}), "", [], ""
         if question_id.strip():
             options["question_id"] = question_id.strip()
         served = await web_manager.reset_environment(options)

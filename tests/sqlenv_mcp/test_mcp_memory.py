@@ -8,6 +8,7 @@ from mcp.shared.memory import create_connected_server_and_client_session as conn
 from env_core import contract
 from env_core.answers import gold_as_json
 from env_core.tools import TOOLS
+from sqlenv_mcp.episodes import MAX_EPISODES_PER_CONNECTION
 from sqlenv_mcp.server import build_episode_server
 
 pytestmark = pytest.mark.anyio
@@ -109,10 +110,27 @@ async def test_connections_are_isolated_and_closed_on_exit(manager):
     assert manager.stats().active == 0
 
 
+async def test_a_new_episode_ends_the_connections_previous_one(manager):
+    async with connect(build_episode_server(manager)) as client:
+        first = await client.call_tool("start_episode", {"question_id": f"{DEV}:0"})
+        await client.call_tool("start_episode", {"question_id": f"{DEV}:1"})
+        assert manager.stats().active == 1
+        old = await client.call_tool(
+            "query", {"sql": "SELECT 1", "episode_id": first.structuredContent["episode_id"]}
+        )
+        assert old.isError and "no open episode" in text(old)
+        assert old.structuredContent["done"]
+        # A start that cannot be made ends nothing.
+        await client.call_tool("start_episode", {"question_id": "dev:99999"})
+        assert manager.stats().active == 1
+
+
 async def test_several_episodes_on_one_connection_by_episode_id(manager):
     async with connect(build_episode_server(manager)) as client:
         first = await client.call_tool("start_episode", {"question_id": f"{DEV}:0"})
-        second = await client.call_tool("start_episode", {"question_id": f"{DEV}:1"})
+        second = await client.call_tool(
+            "start_episode", {"question_id": f"{DEV}:1", "keep_previous": True}
+        )
         first_id = first.structuredContent["episode_id"]
         answered = await client.call_tool("answer", {"value": "6", "episode_id": first_id})
         assert answered.structuredContent["data"] == {"correct": True}
@@ -123,6 +141,22 @@ async def test_several_episodes_on_one_connection_by_episode_id(manager):
             "episode_id": second.structuredContent["episode_id"],
             "closed": True,
         }
+        assert manager.stats().active == 1
+
+
+async def test_one_connection_keeps_a_few_episodes_at_most(manager):
+    keep = {"seed": 1, "keep_previous": True}
+    async with connect(build_episode_server(manager)) as client:
+        for _ in range(MAX_EPISODES_PER_CONNECTION):
+            assert not (await client.call_tool("start_episode", keep)).isError
+        refused = await client.call_tool("start_episode", keep)
+        assert refused.isError
+        assert f"this connection has {MAX_EPISODES_PER_CONNECTION} episodes open" in text(refused)
+        assert manager.stats().active == MAX_EPISODES_PER_CONNECTION
+        # Finished episodes give their place back; a start without keep_previous ends them all.
+        await client.call_tool("answer", {"value": "0"})
+        assert not (await client.call_tool("start_episode", keep)).isError
+        assert not (await client.call_tool("start_episode", {"seed": 1})).isError
         assert manager.stats().active == 1
 
 

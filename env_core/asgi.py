@@ -1,0 +1,105 @@
+"""ASGI plumbing the doors' HTTP servers share (standard library only, no web framework).
+
+The doors guard their connections with ASGI middleware: they read a request's client and
+headers, answer some requests themselves, end idle connections by sending the application the
+request a client would send to end them, and sweep periodically while the server runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import parse_qs
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def query_parameter(scope: Scope, name: str) -> str | None:
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
+    return values[0] if values else None
+
+
+def client_of(scope: Scope) -> str:
+    """The remote address (behind a trusted proxy, the one it forwarded)."""
+    client = scope.get("client")
+    return client[0] if client else "unknown"
+
+
+async def respond_json(
+    send: Send, status: int, payload: object, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
+
+
+async def send_internal_request(
+    app: App, method: str, path: str, headers: list[tuple[bytes, bytes]], body: bytes = b""
+) -> None:
+    """Make a request of `app` from inside the server; its response is discarded."""
+    scope: Scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 0),
+        "server": ("127.0.0.1", 0),
+    }
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def discard(_message: Message) -> None:
+        return None
+
+    await app(scope, receive, discard)
+
+
+def sweeping_while_running(
+    receive: Receive, sweep: Callable[[], Awaitable[object]], interval_s: float
+) -> Receive:
+    """A lifespan's receive that runs `sweep` every `interval_s` from startup to shutdown."""
+    task: asyncio.Task | None = None
+
+    async def sweep_periodically() -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            await sweep()
+
+    async def watched() -> Message:
+        nonlocal task
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            task = asyncio.create_task(sweep_periodically())
+        elif message["type"] == "lifespan.shutdown" and task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        return message
+
+    return watched

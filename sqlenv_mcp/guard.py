@@ -1,0 +1,131 @@
+"""Fair use of the MCP HTTP server's connections (MCP sessions).
+
+The SDK caps the connections of the whole server and ends a connection after a long idle time
+(30 min), so one client that opens connections and never ends them could take every one for
+that long. This middleware caps the connections one client (remote address) holds open, and
+ends a connection not in use (in episode mode: holding no episode) once it has been idle for a
+short time, by sending the SDK the DELETE request a client sends to end its connection.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from env_core.asgi import (
+    App,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    client_of,
+    header,
+    respond_json,
+    send_internal_request,
+    sweeping_while_running,
+)
+
+SESSION_HEADER = b"mcp-session-id"
+
+
+@dataclass
+class _Connection:
+    client: str
+    last_active: float
+    in_flight: int = 0
+
+
+class ConnectionGuard:
+    """Wraps the MCP HTTP app. `in_use(session_id)` tells a connection that must not be ended
+    early (in episode mode: one holding an episode)."""
+
+    def __init__(
+        self,
+        app: App,
+        in_use: Callable[[str], bool],
+        *,
+        per_client: int,
+        idle_unused_s: float,
+        idle_s: float,
+        path: str = "/mcp",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.app = app
+        self.in_use = in_use
+        self.per_client = per_client
+        self.idle_unused_s = idle_unused_s
+        self.idle_s = idle_s
+        self.path = path
+        self.clock = clock
+        self._connections: dict[str, _Connection] = {}
+
+    def open_connections(self, client: str) -> int:
+        return sum(connection.client == client for connection in self._connections.values())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            interval = max(self.idle_unused_s / 4, 0.5)
+            await self.app(scope, sweeping_while_running(receive, self.sweep, interval), send)
+            return
+        if scope["type"] != "http" or scope["path"].rstrip("/") != self.path:
+            await self.app(scope, receive, send)
+            return
+        session_id = header(scope, SESSION_HEADER)
+        if session_id is None:
+            await self._open(scope, receive, send)
+            return
+        connection = self._connections.get(session_id)
+        if connection is None:  # unknown or ended: the SDK answers 404
+            await self.app(scope, receive, send)
+            return
+        connection.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            connection.in_flight -= 1
+            connection.last_active = self.clock()
+            if scope["method"] == "DELETE":
+                self._connections.pop(session_id, None)
+
+    async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """A request without a session id: the one that opens a connection."""
+        client = client_of(scope)
+        await self.sweep()
+        if self.open_connections(client) >= self.per_client:
+            message = (
+                f"this client has {self.per_client} MCP connections open, as many as one "
+                "client may; end one (HTTP DELETE, which MCP clients send when they close) or "
+                "let an idle one expire"
+            )
+            error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
+            await respond_json(send, 429, error, ((b"retry-after", b"60"),))
+            return
+
+        async def learn(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                for key, value in message.get("headers", ()):
+                    if key == SESSION_HEADER:
+                        session_id = value.decode("latin-1")
+                        self._connections[session_id] = _Connection(client, self.clock())
+            await send(message)
+
+        await self.app(scope, receive, learn)
+
+    async def sweep(self) -> int:
+        """End the idle connections not in use, forget the ones the SDK ended; returns how
+        many were ended."""
+        now = self.clock()
+        ended = 0
+        for session_id, connection in list(self._connections.items()):
+            if connection.in_flight:
+                continue
+            idle = now - connection.last_active
+            if idle > self.idle_s:
+                self._connections.pop(session_id, None)  # the SDK has ended it
+            elif idle > self.idle_unused_s and not self.in_use(session_id):
+                self._connections.pop(session_id, None)
+                headers = [(b"host", b"localhost:0"), (SESSION_HEADER, session_id.encode())]
+                await send_internal_request(self.app, "DELETE", self.path, headers)
+                ended += 1
+        return ended

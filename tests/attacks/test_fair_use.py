@@ -1,0 +1,319 @@
+"""Shared capacity through the MCP and OpenEnv servers, each a real process on 127.0.0.1: one
+client cannot take every connection or episode slot, idle connections that hold nothing are
+ended, bodies and messages are bounded, malformed input gets a clear error and the server and
+the other clients go on.
+
+Requests name another client with `X-Forwarded-For`, which uvicorn trusts from 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+import websockets
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from process_memory import PeakRSS
+
+from evals.local_server import LocalServer, free_port
+from sqlenv_mcp.server import HttpSettings
+
+pytestmark = pytest.mark.anyio
+CAP = 3
+IDLE_S = 1.0
+FAIR_USE = ["--max-connections-per-client", str(CAP), "--idle-connection-timeout", str(IDLE_S)]
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "careless", "version": "1"},
+    },
+}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def serve(module: list[str], health: str, *args: str) -> LocalServer:
+    port = free_port()
+    return LocalServer([sys.executable, "-m", *module, "--port", str(port), *args], port, health)
+
+
+@pytest.fixture
+def mcp_server(cache_dir):
+    server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz", *FAIR_USE)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def openenv_server(cache_dir):
+    server = serve(["adapters.openenv.server"], "/health", *FAIR_USE)
+    yield server
+    server.stop()
+
+
+def other_client(address: str) -> dict[str, str]:
+    return {"X-Forwarded-For": address}
+
+
+# --- MCP over HTTP ----------------------------------------------------------------------------
+
+
+class RawConnection:
+    """An MCP connection made by hand, as a careless client makes it: never ended."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
+        self.url = f"{url}/mcp"
+        self.headers = {**MCP_HEADERS, **(headers or {})}
+        self.opened = httpx.post(self.url, json=INITIALIZE, headers=self.headers)
+        self.session_id = self.opened.headers.get("mcp-session-id")
+
+    def call(self, tool: str, arguments: dict) -> httpx.Response:
+        headers = {**self.headers, "mcp-session-id": self.session_id or ""}
+        headers["mcp-protocol-version"] = "2025-06-18"
+        if tool == "start_episode":
+            notice = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            httpx.post(self.url, json=notice, headers=headers)
+        request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+        request["params"] = {"name": tool, "arguments": arguments}
+        # json.dumps escapes what UTF-8 cannot carry (a lone surrogate) as JSON allows.
+        return httpx.post(self.url, content=json.dumps(request), headers=headers)
+
+
+def tool_result(response: httpx.Response) -> dict:
+    """The result of a tools/call answered as a server-sent event."""
+    data = next(line for line in response.text.splitlines() if line.startswith("data: "))
+    return json.loads(data.removeprefix("data: "))["result"]
+
+
+def test_one_client_holds_a_few_mcp_connections_and_others_still_connect(mcp_server):
+    held = [RawConnection(mcp_server.url) for _ in range(CAP)]
+    assert all(connection.opened.status_code == 200 for connection in held)
+    refused = RawConnection(mcp_server.url)
+    assert refused.opened.status_code == 429
+    message = refused.opened.json()["error"]["message"]
+    assert message.startswith(f"this client has {CAP} MCP connections open")
+    assert RawConnection(mcp_server.url, other_client("10.0.0.2")).opened.status_code == 200
+
+
+def test_idle_mcp_connections_without_an_episode_end_and_free_their_place(mcp_server):
+    playing, *idle = [RawConnection(mcp_server.url) for _ in range(CAP)]
+    assert playing.call("start_episode", {"seed": 1}).status_code == 200
+    time.sleep(IDLE_S + 1.5)
+    assert all(
+        connection.call("query", {"sql": "SELECT 1"}).status_code == 404 for connection in idle
+    )
+    still = playing.call("query", {"sql": "SELECT 1"})
+    assert still.status_code == 200 and not tool_result(still)["isError"]
+    assert RawConnection(mcp_server.url).opened.status_code == 200
+    assert mcp_server_health(mcp_server)["episodes"]["active"] == 1
+
+
+def mcp_server_health(server: LocalServer) -> dict:
+    return httpx.get(f"{server.url}/healthz").json()
+
+
+def test_thousands_of_mcp_connections_never_ended_stay_bounded(cache_dir):
+    # Before the cap, 10,000 of these grew the server by ~600 MB and locked new clients out.
+    server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz")  # the default limits
+    cap = HttpSettings.max_connections_per_client
+    try:
+        with httpx.Client() as http, PeakRSS(server.process.pid) as peak:
+            statuses = [
+                http.post(f"{server.url}/mcp", json=INITIALIZE, headers=MCP_HEADERS).status_code
+                for _ in range(2_000)
+            ]
+        assert statuses.count(200) == cap and statuses.count(429) == 2_000 - cap
+        assert peak.growth_mib < 40, f"grew {peak.growth_mib:.0f} MiB"
+        assert RawConnection(server.url, other_client("10.0.0.3")).opened.status_code == 200
+    finally:
+        server.stop()
+
+
+async def test_one_connection_cannot_take_every_episode_slot(cache_dir):
+    server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz", "--max-sessions", "16")
+    try:
+        async with (
+            streamable_http_client(f"{server.url}/mcp") as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            for seed in range(40):
+                assert not (await session.call_tool("start_episode", {"seed": seed})).isError
+            assert mcp_server_health(server)["episodes"]["active"] == 1
+            kept = [
+                await session.call_tool("start_episode", {"seed": 1, "keep_previous": True})
+                for _ in range(20)
+            ]
+            assert sum(not result.isError for result in kept) == 7  # 8 with the first
+            assert mcp_server_health(server)["episodes"]["active"] == 8
+        assert mcp_server_health(server)["episodes"]["active"] == 0
+    finally:
+        server.stop()
+
+
+def test_episodes_are_capped_per_client(cache_dir):
+    server = serve(
+        ["sqlenv_mcp", "--transport", "http"], "/healthz", "--max-episodes-per-client", "2"
+    )
+    try:
+        starts = [
+            tool_result(RawConnection(server.url).call("start_episode", {"seed": 1}))
+            for _ in range(3)
+        ]
+        assert [start["isError"] for start in starts] == [False, False, True]
+        refusal = starts[-1]["content"][0]["text"]
+        assert "you have 2 episodes open, as many as one client may" in refusal
+        elsewhere = RawConnection(server.url, other_client("10.0.0.4"))
+        assert not tool_result(elsewhere.call("start_episode", {"seed": 1}))["isError"]
+    finally:
+        server.stop()
+
+
+def test_health_details_need_the_token_and_an_allowed_host(cache_dir):
+    server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz", "--auth-token", "s3cret")
+    try:
+        assert httpx.get(f"{server.url}/healthz").json() == {"status": "ok"}
+        token = {"Authorization": "Bearer s3cret"}
+        assert "episodes" in httpx.get(f"{server.url}/healthz", headers=token).json()
+        evil = {**token, "Host": "evil.example"}
+        assert httpx.get(f"{server.url}/healthz", headers=evil).status_code == 421
+    finally:
+        server.stop()
+
+
+def test_a_lone_surrogate_is_a_clear_error_that_spends_the_step_like_any_bad_argument(
+    mcp_server,
+):
+    connection = RawConnection(mcp_server.url)
+    connection.call("start_episode", {"seed": 1})
+    reply = tool_result(connection.call("query", {"sql": "SELECT '\ud800'"}))
+    assert reply["isError"] and reply["structuredContent"]["reward"] < 0
+    assert reply["content"][0]["text"].startswith(
+        "Error: query: sql is not valid Unicode text (it holds a lone surrogate)"
+    )
+
+
+# --- OpenEnv ----------------------------------------------------------------------------------
+
+
+def test_request_bodies_are_limited_before_they_are_read(openenv_server):
+    url = f"{openenv_server.url}/reset"
+    declared = httpx.post(url, content=b"{" + b" " * (2 << 20) + b"}")
+    assert declared.status_code == 413 and "over the limit" in declared.json()["detail"]
+
+    def chunks():
+        for _ in range(100):
+            yield b" " * (1 << 20)  # 100 MB with no declared length
+
+    with PeakRSS(openenv_server.process.pid) as peak:
+        streamed = httpx.post(url, content=chunks())
+    assert streamed.status_code == 413
+    assert peak.growth_mib < 20, f"grew {peak.growth_mib:.0f} MiB"
+
+
+def test_hostile_values_are_echoed_short(openenv_server):
+    long_id = httpx.post(f"{openenv_server.url}/reset", json={"question_id": "x" * 900_000})
+    assert long_id.status_code == 200 and len(long_id.content) < 1_000
+    assert "question_id must be a short string" in long_id.json()["observation"]["text"]
+    bad_seed = httpx.post(f"{openenv_server.url}/reset", json={"seed": "y" * 900_000})
+    assert bad_seed.status_code == 422 and len(bad_seed.content) < 1_000
+    listed = httpx.post(f"{openenv_server.url}/reset", json={"episode_id": ["a", "b"]})
+    assert listed.status_code == 422 and "valid string" in listed.text
+
+
+async def test_malformed_websocket_frames_get_an_error_and_the_session_goes_on(openenv_server):
+    async with websockets.connect(f"{openenv_server.url.replace('http', 'ws')}/ws") as socket:
+        for frame in ("[1, 2]", "null", "42", b"\x00binary"):
+            await socket.send(frame)
+            reply = json.loads(await socket.recv())
+            assert reply["type"] == "error" and reply["data"]["code"] == "INVALID_JSON"
+        await socket.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+        assert json.loads(await socket.recv())["data"]["observation"]["text"].startswith(
+            "Question: "
+        )
+
+
+async def test_one_client_holds_a_few_websockets_and_others_still_connect(openenv_server):
+    url = f"{openenv_server.url.replace('http', 'ws')}/ws"
+    held = [await websockets.connect(url) for _ in range(CAP)]
+    try:
+        async with websockets.connect(url) as refused:
+            reply = json.loads(await refused.recv())
+        assert reply["data"]["code"] == "CAPACITY_REACHED"
+        assert f"this client has {CAP} connections open" in reply["data"]["message"]
+        async with websockets.connect(url, additional_headers=other_client("10.0.0.5")) as other:
+            await other.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+            assert json.loads(await other.recv())["type"] == "observation"
+    finally:
+        for socket in held:
+            await socket.close()
+
+
+def test_sessions_created_over_http_cannot_hold_capacity(openenv_server):
+    create = {"jsonrpc": "2.0", "id": 7, "method": "openenv/session/create", "params": {}}
+    replies = [httpx.post(f"{openenv_server.url}/mcp", json=create).json() for _ in range(CAP + 1)]
+    assert all("session_id" in reply["result"] for reply in replies[:CAP])
+    assert replies[-1]["id"] == 7
+    assert f"this client has {CAP} connections open" in replies[-1]["error"]["message"]
+    time.sleep(IDLE_S + 1.5)  # none attached a WebSocket: closed
+    closed = {"jsonrpc": "2.0", "id": 8, "method": "tools/list"}
+    closed["params"] = {"session_id": replies[0]["result"]["session_id"]}
+    assert "Unknown session_id" in httpx.post(f"{openenv_server.url}/mcp", json=closed).text
+    assert "session_id" in httpx.post(f"{openenv_server.url}/mcp", json=create).json()["result"]
+
+
+def test_the_web_seed_must_be_a_plain_whole_number():
+    from adapters.openenv.web import MAX_SEED_DIGITS, seed_option
+
+    assert seed_option(" 7 ") == {"seed": 7} and seed_option("") == {}
+    for typed in ("²", "1e3", "-1", "9" * (MAX_SEED_DIGITS + 1)):
+        with pytest.raises(ValueError, match="whole number"):
+            seed_option(typed)
+
+
+# --- servers started for evaluation -----------------------------------------------------------
+
+
+def test_a_server_started_for_an_evaluation_stops_when_the_evaluation_is_killed(cache_dir):
+    script = (
+        "import sys, time\n"
+        "from evals.local_server import LocalServer, free_port\n"
+        "port = free_port()\n"
+        "server = LocalServer([sys.executable, '-m', 'sqlenv_mcp', '--transport', 'http',"
+        " '--port', str(port)], port, '/healthz')\n"
+        "print(server.process.pid, flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    evaluation = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, cwd=os.getcwd()
+    )
+    server_pid = int(evaluation.stdout.readline())
+    evaluation.send_signal(signal.SIGKILL)
+    evaluation.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _running(server_pid):
+        time.sleep(0.1)
+    assert not _running(server_pid), "the server outlived the evaluation that started it"
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False

@@ -1,0 +1,40 @@
+"""An episode through a running server's door, for the attack tests and benchmarks: MCP over
+streamable HTTP or OpenEnv over its WebSocket, one call shape for both."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+Call = Callable[[str, dict], Awaitable[str]]
+
+
+@asynccontextmanager
+async def episode(door: str, url: str, db: str) -> AsyncIterator[Call]:
+    """An episode on `db` through the door ("mcp" or "openenv"); yields
+    call(tool, arguments) -> the text shown."""
+    if door == "mcp":
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with (
+            streamable_http_client(f"{url}/mcp") as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            await session.call_tool("start_episode", {"db_id": db, "seed": 0})
+
+            async def call(tool: str, arguments: dict) -> str:
+                return (await session.call_tool(tool, arguments)).content[0].text
+
+            yield call
+        return
+    from adapters.openenv.client import SQLEnvClient
+
+    async with SQLEnvClient(base_url=url) as env:
+        await env.reset(db_id=db, seed=0)
+
+        async def call(tool: str, arguments: dict) -> str:
+            return (await env.call(tool, **arguments)).observation.text
+
+        yield call
