@@ -28,7 +28,7 @@ import websockets
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from adversarial import CONCERT, HOSTILE_ANSWERS, RESOURCE_ATTACKS
 from process_memory import MIB, PeakRSS, tree_rss
-from served_episodes import episode
+from served_episodes import MCP_HEADERS, MCP_INITIALIZE, episode
 
 from env_core.executor import ReadOnlyExecutor
 from env_core.sandbox import Sandbox
@@ -43,17 +43,6 @@ UNINTERRUPTIBLE_ROW = (
 SERVERS = {
     "mcp": (["sqlenv_mcp", "--transport", "http"], "/healthz"),
     "openenv": (["adapters.openenv.server"], "/health"),
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "flood", "version": "1"},
-    },
 }
 Attack = Callable[[str], Awaitable[str]]  # one attack on the server at this URL -> outcome
 
@@ -73,7 +62,8 @@ async def connection_flood(url: str) -> str:
     """500 MCP connections opened and never ended."""
     async with httpx.AsyncClient() as http:
         replies = [
-            await http.post(f"{url}/mcp", json=INITIALIZE, headers=MCP_HEADERS) for _ in range(500)
+            await http.post(f"{url}/mcp", json=MCP_INITIALIZE, headers=MCP_HEADERS)
+            for _ in range(500)
         ]
     refused = sum(reply.status_code == 429 for reply in replies)
     return f"{500 - refused} opened, {refused} refused (429)"

@@ -1,5 +1,6 @@
-"""An episode through a running server's door, for the attack tests and benchmarks: MCP over
-streamable HTTP or OpenEnv over its WebSocket, one call shape for both."""
+"""Talking to a running server, for the tests and benchmarks: an episode through its door (MCP
+over streamable HTTP or OpenEnv over its WebSocket, one call shape for both), and the raw MCP
+request that opens a connection, as a hand-made client sends it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,18 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 Call = Callable[[str, dict], Awaitable[str]]
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+MCP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
 
 
 @asynccontextmanager

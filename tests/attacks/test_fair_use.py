@@ -21,6 +21,7 @@ import websockets
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from process_memory import PeakRSS
+from served_episodes import MCP_HEADERS, MCP_INITIALIZE
 
 from evals.local_server import LocalServer, free_port
 from sqlenv_mcp.server import HttpSettings
@@ -29,17 +30,6 @@ pytestmark = pytest.mark.anyio
 CAP = 3
 IDLE_S = 1.0
 FAIR_USE = ["--max-connections-per-client", str(CAP), "--idle-connection-timeout", str(IDLE_S)]
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "careless", "version": "1"},
-    },
-}
 
 
 @pytest.fixture
@@ -79,7 +69,7 @@ class RawConnection:
     def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
         self.url = f"{url}/mcp"
         self.headers = {**MCP_HEADERS, **(headers or {})}
-        self.opened = httpx.post(self.url, json=INITIALIZE, headers=self.headers)
+        self.opened = httpx.post(self.url, json=MCP_INITIALIZE, headers=self.headers)
         self.session_id = self.opened.headers.get("mcp-session-id")
 
     def call(self, tool: str, arguments: dict) -> httpx.Response:
@@ -134,7 +124,7 @@ def test_thousands_of_mcp_connections_never_ended_stay_bounded(cache_dir):
     try:
         with httpx.Client() as http, PeakRSS(server.process.pid) as peak:
             statuses = [
-                http.post(f"{server.url}/mcp", json=INITIALIZE, headers=MCP_HEADERS).status_code
+                http.post(f"{server.url}/mcp", json=MCP_INITIALIZE, headers=MCP_HEADERS).status_code
                 for _ in range(2_000)
             ]
         assert statuses.count(200) == cap and statuses.count(429) == 2_000 - cap

@@ -11,6 +11,7 @@ from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_processes import stdio_params
+from served_episodes import MCP_HEADERS, MCP_INITIALIZE
 
 from env_core.answers import gold_as_json
 
@@ -115,17 +116,7 @@ async def test_client_that_disconnects_mid_episode_has_its_episode_closed(http_s
 
 def test_http_guards_hosts_origins_and_tokens(http_server):
     server = http_server("--auth-token", "s3cret")
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    headers, body = MCP_HEADERS, MCP_INITIALIZE
     url = f"{server.url}/mcp"
     assert httpx.post(url, json=body, headers=headers).status_code == 401
     authorised = {**headers, "Authorization": "Bearer s3cret"}
