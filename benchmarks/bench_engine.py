@@ -49,7 +49,7 @@ def percentile(samples: list[float], q: float) -> float:
 
 def measure(catalog: Catalog, split: str, questions: int, repeats: int, seed: int) -> dict:
     sessions = SessionManager(
-        catalog, SessionConfig(split=split, max_steps=10**9, max_sessions=questions + 1)
+        catalog, SessionConfig(split=split, max_steps=10**9, max_episodes=questions + 1)
     )
     chosen = random.Random(seed).sample(catalog.questions(split), questions)
     timings: dict[tuple[str, str], list[float]] = defaultdict(list)

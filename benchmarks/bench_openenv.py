@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -130,7 +130,9 @@ def running(command: list[str]) -> Iterator[Server]:
 def ours(args: argparse.Namespace, sessions: int, max_steps: int = 15) -> list[str]:
     return [
         *(sys.executable, "-m", "adapters.openenv.server", "--data-dir", args.data_dir),
-        *("--split", args.split, "--max-sessions", str(sessions)),
+        *("--split", args.split, "--max-episodes", str(sessions)),
+        # One client (this one) runs every session.
+        *("--max-connections-per-client", str(sessions)),
         *("--max-steps", str(max_steps)),
     ]
 
@@ -172,7 +174,10 @@ class SweepResult:
     steps_per_s: float
 
 
-async def sweep(server: Server, sessions: int) -> SweepResult:
+async def sweep(
+    server: Server, sessions: int, after_reset: Callable[[], object] = lambda: None
+) -> SweepResult:
+    """`after_reset` runs once every session holds an episode, before their steps."""
     baseline = server.rss()
     all_reset = asyncio.Event()
     ready = 0
@@ -210,6 +215,7 @@ async def sweep(server: Server, sessions: int) -> SweepResult:
     tasks = [asyncio.create_task(measured(seed)) for seed in range(sessions)]
     await asyncio.wait_for(all_reset.wait(), timeout=300)
     held = server.rss()
+    after_reset()
     started = time.perf_counter()
     outcomes = await asyncio.gather(*tasks)
     elapsed = time.perf_counter() - started

@@ -146,8 +146,10 @@ async def run_level(args: argparse.Namespace, sessions: int) -> dict:
         str(args.data_dir),
         "--split",
         args.split,
-        "--max-sessions",
-        str(sessions + 16),
+        # One client (this one) runs every session.
+        *("--max-episodes", str(sessions + 16)),
+        *("--max-episodes-per-client", str(sessions + 16)),
+        *("--max-connections-per-client", str(sessions + 16)),
     ]
     server = subprocess.Popen(command, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"

@@ -8,13 +8,15 @@ import shlex
 import sys
 from collections import Counter
 from importlib.metadata import entry_points
+from pathlib import Path
 
 from env_core.catalog import Catalog, Split, question_files
 from env_core.demo import resolve_data_dir
 from env_core.episode import Episode, ToolResult
 from env_core.errors import SQLEnvError
-from env_core.factory import add_data_arguments, add_session_arguments, sessions_from
-from env_core.scripted import play_scripted
+from env_core.factory import open_sessions
+from env_core.oracle import play_oracle
+from env_core.settings import Settings, add_arguments
 
 HARDNESS_ORDER = ("easy", "medium", "hard", "extra")
 
@@ -44,11 +46,11 @@ def build_parser() -> argparse.ArgumentParser:
         "prepare",
         help="run every gold query once, cache the catalog, print kept/excluded counts",
     )
-    add_data_arguments(prepare)
+    add_arguments(prepare, groups=("data",))
     prepare.add_argument(
-        "--split",
-        action="append",
-        help="split to prepare (repeatable; default: every question file in the directory)",
+        "--all-splits",
+        action="store_true",
+        help="prepare every question file of the directory, not only --split",
     )
     prepare.add_argument(
         "--refresh", action="store_true", help="ignore the cache and re-run every gold query"
@@ -56,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.set_defaults(run=run_prepare)
 
     play = commands.add_parser("play", help="play one episode and print its transcript")
-    add_session_arguments(play)
+    add_arguments(play, groups=("data", "episodes", "sql"))
     play.add_argument("--question-id", help="a question id such as dev:12")
     play.add_argument("--db-id", help="draw the question from this database only")
     play.add_argument("--seed", type=int, default=0, help="seed for the question choice (0)")
@@ -64,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--interactive",
         action="store_true",
         help="type the calls yourself (e.g. `describe singer`, `query SELECT ...`, `answer 42`) "
-        "instead of the scripted player that knows the gold SQL",
+        "instead of the oracle, which knows the gold SQL",
     )
     play.set_defaults(run=run_play)
     # Other packages add commands (e.g. `sqlenv eval`) through this entry-point group, so the
@@ -75,14 +77,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def run_prepare(args: argparse.Namespace) -> int:
-    data_dir = resolve_data_dir(args.data_dir, args.cache_dir)
-    splits = args.split or list(question_files(data_dir))
+    settings = Settings.from_arguments(args)
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
+    data_dir = resolve_data_dir(settings.data_dir, cache_dir)
+    splits = list(question_files(data_dir)) if args.all_splits else [settings.split]
     print(f"data: {data_dir}")
-    catalog = Catalog.load(data_dir, splits, cache_dir=args.cache_dir, refresh=args.refresh)
+    catalog = Catalog.load(data_dir, splits, cache_dir=cache_dir, refresh=args.refresh)
     for split in catalog.splits.values():
         print(split_report(split))
     first = sum(split.load_seconds for split in catalog.splits.values())
-    warm = Catalog.load(data_dir, splits, cache_dir=args.cache_dir)
+    warm = Catalog.load(data_dir, splits, cache_dir=cache_dir)
     second = sum(split.load_seconds for split in warm.splits.values())
     was_cold = not all(split.from_cache for split in catalog.splits.values())
     label = "cold start (gold queries run)" if was_cold else "start (from cache)"
@@ -107,7 +111,7 @@ def split_report(split: Split) -> str:
 
 
 def run_play(args: argparse.Namespace) -> int:
-    sessions = sessions_from(args)
+    sessions = open_sessions(Settings.from_arguments(args))
     episode = sessions.create(seed=args.seed, question_id=args.question_id, db_id=args.db_id)
     print(
         f"episode {episode.episode_id} · question {episode.question.id} "
@@ -117,7 +121,7 @@ def run_play(args: argparse.Namespace) -> int:
     if args.interactive:
         play_interactive(episode)
     else:
-        play_scripted(episode)
+        play_oracle(episode)
         for step in episode.history:
             print_step(step.arguments, step.result)
     print(

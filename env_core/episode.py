@@ -11,21 +11,28 @@ from env_core import render
 from env_core.answers import AnswerChecker
 from env_core.errors import (
     EpisodeBusyError,
+    EpisodeError,
     EpisodeFinishedError,
     InvalidArgumentError,
+    SQLEnvError,
     ToolError,
-    error_kind,
+    UnknownToolError,
+    ends_episode,
+    error_data,
+    error_kinds,
+    shown,
 )
 from env_core.executor import ReadOnlyExecutor
 from env_core.rewards import RewardTracker
 from env_core.sandbox import Work, finish, finish_async
-from env_core.tools import check_arguments, specs_by_name
+from env_core.tools import ToolSpec, check_arguments, specs_by_name
 
 if TYPE_CHECKING:
     from env_core.catalog import Question
     from env_core.rewards import RewardConfig
 
 MAX_ANSWER_CHARS = 20_000
+REFUSAL_KINDS = frozenset(error_kinds(EpisodeError))
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +46,10 @@ class ToolResult:
     reward: float
     done: bool
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, **self.structured()}
+    @property
+    def refused(self) -> bool:
+        """Whether the episode did not take the call (see `refusal`)."""
+        return not self.ok and self.data.get("error") in REFUSAL_KINDS
 
     def structured(self, episode_id: str | None = None) -> dict[str, Any]:
         """The structured form every door sends beside the text."""
@@ -53,6 +62,15 @@ class ToolResult:
             "done": self.done,
             "data": self.data,
         }
+
+
+def refusal(tool: str, error: SQLEnvError) -> ToolResult:
+    """The result of a call the episode did not take (unknown or finished episode, unknown
+    tool, another call running): no step spent, no reward, and done when the episode can take
+    no more calls. Every door answers such a call with it."""
+    return ToolResult(
+        tool, False, render.error_text(error), error_data(error), 0.0, ends_episode(error)
+    )
 
 
 @dataclass(frozen=True)
@@ -141,7 +159,8 @@ class Episode:
     def work(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Work[ToolResult]:
         """One tool call as a generator of sandbox calls (see `env_core.sandbox`).
 
-        One call at a time: a call made while another is running is refused, unspent.
+        One call at a time: a call made while another is running is refused, unspent, as are
+        calls after the end and calls of an unknown tool (`EpisodeError`; see `refusal`).
         """
         arguments = dict(arguments or {})
         with self._lock:
@@ -149,6 +168,9 @@ class Episode:
                 raise EpisodeFinishedError(
                     f"episode {self.episode_id} has ended ({self._ending()}); start a new episode"
                 )
+            specs = self._specs()
+            if tool not in specs:
+                raise UnknownToolError(f"unknown tool {shown(tool)}; tools are: {', '.join(specs)}")
             if self._busy:
                 raise EpisodeBusyError(
                     f"episode {self.episode_id} is still running a call; "
@@ -179,6 +201,11 @@ class Episode:
     def close(self) -> None:
         self.executor.close()
 
+    def _specs(self) -> dict[str, ToolSpec]:
+        """The tools as this episode's agent reads them: under its executor's limits."""
+        limits = self.executor.limits
+        return specs_by_name(limits.max_rows, limits.max_sample_rows)
+
     def _ending(self) -> str:
         if self.correct is not None:
             return "was answered"
@@ -187,14 +214,12 @@ class Episode:
     def _run(self, tool: str, arguments: dict[str, Any]) -> Work[ToolResult]:
         call_key = repr(sorted(arguments.items()))
         try:
-            limits = self.executor.limits
-            check_arguments(tool, arguments, specs_by_name(limits.max_rows, limits.max_sample_rows))
+            check_arguments(self._specs()[tool], arguments)
             if tool == "answer":
                 return self._answer(arguments["value"])
             text, data, table = yield from self._explore(tool, arguments)
         except ToolError as error:
-            text = render.error_text(error)
-            data = {"error": error_kind(error), "message": str(error)}
+            text, data = render.error_text(error), error_data(error)
             return self._finish_step(tool, False, text, data, call_key, None)
         return self._finish_step(tool, True, text, data, call_key, table)
 

@@ -4,6 +4,7 @@
 """
 
 import re
+from collections.abc import Mapping
 
 
 class SQLEnvError(Exception):
@@ -72,13 +73,42 @@ class EpisodeBusyError(EpisodeError):
     """Another call on the same episode is still running; the episode goes on."""
 
 
+class UnknownToolError(EpisodeError):
+    """A tool that does not exist; the episode goes on."""
+
+
 class CapacityError(SQLEnvError):
     """The session manager holds as many episodes as it may."""
 
 
 def error_kind(error: SQLEnvError) -> str:
     """A stable snake_case name for an error, e.g. UnknownTableError -> "unknown_table"."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(error).__name__.removesuffix("Error")).lower()
+    return _kind(type(error))
+
+
+def _kind(error_class: type[SQLEnvError]) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", error_class.__name__.removesuffix("Error")).lower()
+
+
+def error_kinds(base: type[SQLEnvError] = SQLEnvError) -> dict[str, type[SQLEnvError]]:
+    """Every error class from `base` down, by kind."""
+    found, pending = {}, [base]
+    while pending:
+        error_class = pending.pop()
+        found[_kind(error_class)] = error_class
+        pending.extend(error_class.__subclasses__())
+    return found
+
+
+def error_from(data: Mapping[str, str]) -> SQLEnvError:
+    """The engine error whose structured form (`error_data`) a door received."""
+    error_class = error_kinds().get(data.get("error", ""), SQLEnvError)
+    return error_class(data.get("message", ""))
+
+
+def error_data(error: SQLEnvError) -> dict[str, str]:
+    """The structured form of an error every door sends: a stable kind and the sentence."""
+    return {"error": error_kind(error), "message": str(error)}
 
 
 def ends_episode(error: SQLEnvError) -> bool:

@@ -36,6 +36,7 @@ from env_core.errors import (
 )
 from env_core.render import visible
 from env_core.sandbox import Job, Work, finish
+from env_core.settings import Settings
 from env_core.tools import check_text
 
 if TYPE_CHECKING:
@@ -46,8 +47,8 @@ Cell = int | float | str | None
 
 @dataclass(frozen=True)
 class ExecutorLimits:
-    timeout_s: float = 2.0
-    max_rows: int = 20
+    timeout_s: float = Settings.query_timeout_s
+    max_rows: int = Settings.max_rows
     max_sample_rows: int = 20
     max_sql_chars: int = 8_000
     max_cell_chars: int = 500

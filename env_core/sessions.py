@@ -14,10 +14,11 @@ from typing import Any
 
 from env_core.answers import AnswerChecker
 from env_core.catalog import Catalog, Question
-from env_core.episode import Episode, ToolResult
+from env_core.episode import Episode, ToolResult, refusal
 from env_core.errors import (
     CapacityError,
     DataError,
+    EpisodeError,
     InvalidArgumentError,
     UnknownEpisodeError,
     shown,
@@ -25,6 +26,7 @@ from env_core.errors import (
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
 from env_core.rewards import RewardConfig
 from env_core.sandbox import Sandbox, Work, finish, finish_async
+from env_core.settings import Settings
 from env_core.tools import ToolSpec, tools_for
 
 log = logging.getLogger(__name__)
@@ -32,27 +34,41 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SessionConfig:
-    split: str = "dev"
-    max_steps: int = 15
-    max_sessions: int = 256
-    # Open episodes one client (a door's name for a remote address) may hold at once.
-    max_episodes_per_client: int = 32
-    idle_ttl_s: float = 900.0
-    # Let any connection act on an episode by its id, not only the one that started it
-    # (for deployments that route calls by episode id).
-    route_by_episode_id: bool = False
+    """What a session manager needs, built from `Settings` (whose defaults these are)."""
+
+    split: str = Settings.split
+    max_steps: int = Settings.max_steps
+    max_episodes: int = Settings.max_episodes
+    max_episodes_per_client: int = Settings.max_episodes_per_client
+    idle_ttl_s: float = Settings.idle_ttl_s
+    route_by_episode_id: bool = Settings.route_by_episode_id
     rewards: RewardConfig = field(default_factory=RewardConfig)
     limits: ExecutorLimits = field(default_factory=ExecutorLimits)
-    sql_workers: int = 4
-    sql_memory_mb: int = 64
+    sql_workers: int = Settings.sql_workers
+    sql_memory_mb: int = Settings.sql_memory_mb
 
     def __post_init__(self) -> None:
-        if min(self.max_steps, self.max_sessions, self.max_episodes_per_client) < 1 or (
+        if min(self.max_steps, self.max_episodes, self.max_episodes_per_client) < 1 or (
             self.idle_ttl_s <= 0
         ):
             raise ValueError(
-                "max_steps, max_sessions, max_episodes_per_client and idle_ttl_s must be positive"
+                "max_steps, max_episodes, max_episodes_per_client and idle_ttl_s must be positive"
             )
+
+    @classmethod
+    def of(cls, settings: Settings) -> SessionConfig:
+        return cls(
+            split=settings.split,
+            max_steps=settings.max_steps,
+            max_episodes=settings.max_episodes,
+            max_episodes_per_client=settings.max_episodes_per_client,
+            idle_ttl_s=settings.idle_ttl_s,
+            route_by_episode_id=settings.route_by_episode_id,
+            rewards=RewardConfig.profile(settings.reward_profile),
+            limits=ExecutorLimits(timeout_s=settings.query_timeout_s, max_rows=settings.max_rows),
+            sql_workers=settings.sql_workers,
+            sql_memory_mb=settings.sql_memory_mb,
+        )
 
 
 @dataclass(frozen=True)
@@ -131,9 +147,9 @@ class SessionManager:
         with self._lock:
             if episode_id in self._episodes:
                 raise InvalidArgumentError(f"episode id {shown(episode_id)} is already in use")
-            if len(self._episodes) >= self.config.max_sessions:
+            if len(self._episodes) >= self.config.max_episodes:
                 raise CapacityError(
-                    f"all {self.config.max_sessions} episode slots are in use; end an episode "
+                    f"all {self.config.max_episodes} episode slots are in use; end an episode "
                     "or retry after idle ones expire"
                 )
             limit = self.config.max_episodes_per_client
@@ -212,9 +228,14 @@ class SessionManager:
         arguments: Mapping[str, Any] | None = None,
         owner: str | None = None,
     ) -> Work[ToolResult]:
-        """A step as work for `finish` / `finish_async` (see `env_core.sandbox`)."""
-        episode = self.get(episode_id, owner)
-        result = yield from episode.work(tool, arguments)
+        """A step as work for `finish` / `finish_async` (see `env_core.sandbox`). A call the
+        episode cannot take (unknown or finished episode, unknown tool) returns the engine's
+        `refusal`, as every door shows it."""
+        try:
+            episode = self.get(episode_id, owner)
+            result = yield from episode.work(tool, arguments)
+        except EpisodeError as error:
+            return refusal(tool, error)
         episode.last_active = self._clock()
         with self._lock:
             self._counts["steps"] += 1

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from env_core.errors import InvalidArgumentError, shown
+from env_core.errors import InvalidArgumentError
 
 
 @dataclass(frozen=True)
@@ -108,13 +108,9 @@ TOOLS: tuple[ToolSpec, ...] = tool_specs()
 TOOLS_BY_NAME: dict[str, ToolSpec] = specs_by_name()
 
 
-def check_arguments(
-    tool: str, arguments: Mapping[str, Any], specs: Mapping[str, ToolSpec] = TOOLS_BY_NAME
-) -> None:
+def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
     """Raise `InvalidArgumentError` unless the arguments fit the tool's parameter schema."""
-    spec = specs.get(tool)
-    if spec is None:
-        raise InvalidArgumentError(f"unknown tool {shown(tool)}; tools are: {', '.join(specs)}")
+    tool = spec.name
     properties = spec.parameters["properties"]
     unknown = sorted(set(arguments) - set(properties))
     if unknown:

@@ -1,8 +1,9 @@
 """The green-agent harness: play policies through any door, summarise, report.
 
+from env_core.settings import Settings
 from evals import DoorSpec, OraclePolicy, evaluate, open_door
 
-door = open_door(DoorSpec("mcp-stdio", data_dir="../shared/data/spider"))
+door = open_door(DoorSpec("mcp-stdio", Settings(data_dir="../shared/data/spider")))
 result = evaluate(door, OraclePolicy(), n_episodes=50, seed=0, out_dir="runs/oracle")
 print(result.summary.overall.success)
 door.close()

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from env_core.settings import Settings, add_arguments
 from evals.doors import DOOR_KINDS, DoorSpec, open_door
 
 if TYPE_CHECKING:
@@ -42,9 +43,6 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="mcp-http/openenv: base URL of a running server on the same data and step budget "
         "(default: start one on a free 127.0.0.1 port)",
     )
-    run.add_argument("--data-dir", help="Spider-format directory (default: $SQLENV_DATA_DIR)")
-    run.add_argument("--cache-dir", help="catalog cache (default: ~/.cache/sqlenv)")
-    run.add_argument("--split", default="dev", help="question split (dev)")
     run.add_argument(
         "--episodes",
         type=episode_count,
@@ -52,13 +50,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="number of episodes, or 'all' for every kept question once (all)",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of the episode plan (0)")
-    run.add_argument("--max-steps", type=int, default=15, help="step budget per episode (15)")
     run.add_argument("--workers", type=int, default=1, help="episodes in parallel processes (1)")
     run.add_argument("--out", type=Path, required=True, help="run folder (resumed if it exists)")
     run.add_argument("--label", help="the run's name in tables and plots")
     run.add_argument(
         "--no-progress", dest="progress", action="store_false", help="no progress bar on stderr"
     )
+    add_arguments(run, groups=("data", "episodes", "sql"))
     llm = run.add_argument_group("LLM policies (openai, hf)")
     llm.add_argument(
         "--model", help="openai: model name; hf: a local model folder (or $SQLENV_EVAL_MODEL)"
@@ -123,15 +121,14 @@ def build_policy(args: argparse.Namespace) -> Policy:
 
 def run_eval(args: argparse.Namespace) -> int:
     from evals.evaluate import evaluate
-    from evals.records import ResumeMismatchError
     from evals.report import summary_rows, text_table, write_report
-    from evals.runs import Run
+    from evals.run_folder import ResumeMismatchError, Run
 
-    spec = DoorSpec(args.door, args.data_dir, args.split, args.cache_dir, args.max_steps, args.url)
+    spec = DoorSpec(args.door, Settings.from_arguments(args), args.url)
     policy = build_policy(args)
     door = open_door(spec)
     try:
-        kept = len(door.catalog.questions(args.split))
+        kept = len(door.catalog.questions(spec.settings.split))
         n_episodes = kept if args.episodes == "all" else args.episodes
         result = evaluate(
             door,
@@ -157,7 +154,7 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def run_compare(args: argparse.Namespace) -> int:
     from evals.report import summary_rows, text_table, write_report
-    from evals.runs import Run
+    from evals.run_folder import Run
 
     labels = args.labels.split(",") if args.labels else [None] * len(args.runs)
     if len(labels) != len(args.runs):

@@ -15,9 +15,9 @@ from typing import Any
 from evals.doors import Door, DoorSpec, open_door
 from evals.metrics import Summary
 from evals.plan import EpisodeTask, plan_episodes
+from evals.play import EpisodeRecord, play_episode
 from evals.policy import Policy
-from evals.records import RunFolder
-from evals.runner import EpisodeRecord, run_episode
+from evals.run_folder import RunFolder
 
 
 @dataclass(frozen=True)
@@ -45,15 +45,17 @@ def evaluate(
     (the policy is pickled to them).
     """
     spec = env.worker_spec()
-    tasks = plan_episodes(env.catalog.questions(spec.split), n_episodes, seed)
+    settings = spec.settings
+    tasks = plan_episodes(env.catalog.questions(settings.split), n_episodes, seed)
     config = {
         "policy": policy.name,
         "door": spec.kind,
-        "split": spec.split,
+        "split": settings.split,
         "seed": seed,
         "episodes": n_episodes,
-        "data_dir": spec.data_dir,
-        "max_steps": spec.max_steps,
+        "data_dir": settings.data_dir,
+        "max_steps": settings.max_steps,
+        "reward_profile": settings.reward_profile,
     }
     folder = RunFolder(out_dir) if out_dir is not None else None
     finished = folder.open(config) if folder else {}
@@ -64,7 +66,7 @@ def evaluate(
         if workers > 1 and len(todo) > 1:
             played = _run_in_processes(spec, policy, todo, seed, workers)
         else:
-            played = (run_episode(env, policy, task, seed) for task in todo)
+            played = (play_episode(env, policy, task, seed) for task in todo)
         for record in played:
             finished[record.index] = record
             if folder:
@@ -98,7 +100,7 @@ def _start_worker(spec: DoorSpec, policy: Policy, seed: int) -> None:
 
 
 def _play_in_worker(task: EpisodeTask) -> EpisodeRecord:
-    return run_episode(_worker["door"], _worker["policy"], task, _worker["seed"])
+    return play_episode(_worker["door"], _worker["policy"], task, _worker["seed"])
 
 
 def _run_in_processes(

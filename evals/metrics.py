@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from statistics import mean
 from typing import Any
 
-from evals.runner import EpisodeRecord
+from evals.play import EpisodeRecord
 
 HARDNESS_LEVELS = ("easy", "medium", "hard", "extra")
 Z_95 = 1.959963984540054

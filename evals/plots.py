@@ -12,7 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from evals.metrics import HARDNESS_LEVELS
-from evals.runs import Run
+from evals.run_folder import Run
 
 TOOLS = ("describe", "sample", "query", "answer")
 

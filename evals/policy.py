@@ -1,26 +1,22 @@
 """What a policy is: something that, given an episode's start, yields tool calls.
 
-A policy plays an episode as a generator, like `env_core.scripted.scripted_calls`: it yields a
-`ToolCall`, receives the step's `ToolResult` through `send`, and returns when it stops (normally
-after `answer`; returning earlier leaves the episode unanswered).
+A policy plays an episode as a player (`env_core.calls`): a generator that yields a `ToolCall`,
+receives the step's `ToolResult` through `send`, and returns when it stops (normally after
+`answer`; returning earlier leaves the episode unanswered).
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
+from env_core.calls import Play, ToolCall
 from env_core.catalog import Question
-from env_core.episode import EpisodeStart, ToolResult
+from env_core.episode import EpisodeStart
 
-
-@dataclass(frozen=True)
-class ToolCall:
-    tool: str
-    arguments: dict[str, Any]
+__all__ = ["EpisodeContext", "Play", "Policy", "ToolCall"]
 
 
 @dataclass
@@ -36,9 +32,6 @@ class EpisodeContext:
     question: Question
     rng: random.Random
     notes: Counter[str] = field(default_factory=Counter)
-
-
-Play = Generator[ToolCall, ToolResult, None]
 
 
 class Policy(Protocol):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from evals.metrics import HARDNESS_LEVELS, GroupSummary, Proportion
 from evals.plots import TOOLS, draw_all
-from evals.runs import Run
+from evals.run_folder import Run
 
 
 def percent(p: Proportion) -> str:

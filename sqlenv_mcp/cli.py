@@ -10,10 +10,11 @@ from pathlib import Path
 from mcp.server.fastmcp import FastMCP
 
 from env_core.errors import SQLEnvError
-from env_core.executor import ExecutorLimits
-from env_core.factory import add_session_arguments, sessions_from
+from env_core.factory import open_sessions
 from env_core.parent_watch import stop_with_parent
 from env_core.sandbox import Sandbox
+from env_core.sessions import SessionConfig
+from env_core.settings import Settings, add_arguments
 from sqlenv_mcp.episodes import Connections
 from sqlenv_mcp.explorer import UserDatabases
 from sqlenv_mcp.server import HttpSettings, build_episode_server, build_explorer_server, http_app
@@ -38,8 +39,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="stdio (default; for Claude Desktop, Claude Code, Cursor, VS Code) or streamable "
         "HTTP at /mcp",
     )
-    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP port (8000)")
     parser.add_argument(
         "--allowed-host",
         action="append",
@@ -54,23 +53,6 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"require 'Authorization: Bearer TOKEN' on HTTP (default: ${TOKEN_VARIABLE})",
     )
     parser.add_argument(
-        "--max-connections-per-client",
-        type=int,
-        default=HttpSettings.max_connections_per_client,
-        metavar="N",
-        help="MCP connections one client (remote address) may hold open over HTTP "
-        f"({HttpSettings.max_connections_per_client})",
-    )
-    parser.add_argument(
-        "--idle-connection-timeout",
-        type=float,
-        default=HttpSettings.idle_connection_timeout_s,
-        metavar="SECONDS",
-        help="an HTTP connection holding no episode ends after this long idle "
-        f"({HttpSettings.idle_connection_timeout_s:g})",
-    )
-    add_session_arguments(parser)
-    parser.add_argument(
         "--db",
         type=Path,
         help="explorer mode: a SQLite file, or a folder of them, served read-only without "
@@ -83,35 +65,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="leave output schemas out of the tool list (results still carry structured "
         "content); the Python MCP client then skips a JSON-schema check it makes on every call",
     )
-    parser.add_argument(
-        "--log-level",
-        default="WARNING",
-        choices=("DEBUG", "INFO", "WARNING", "ERROR"),
-        help="log level; logs always go to stderr (WARNING)",
-    )
+    add_arguments(parser)
     return parser
 
 
 def http_settings(args: argparse.Namespace) -> HttpSettings:
-    return HttpSettings(
-        host=args.host,
-        port=args.port,
-        allowed_hosts=tuple(args.allowed_host),
-        max_connections_per_client=args.max_connections_per_client,
-        idle_connection_timeout_s=args.idle_connection_timeout,
-    )
+    return HttpSettings(Settings.from_arguments(args), tuple(args.allowed_host))
 
 
 def build_server(args: argparse.Namespace) -> tuple[FastMCP, Callable[[str], bool]]:
     """The server the parsed command line describes, and which of its HTTP connections are
     in use (see `sqlenv_mcp.guard`); raises SQLEnvError on bad data."""
     http = http_settings(args)
+    settings = http.settings
     if args.db:
-        limits = ExecutorLimits(timeout_s=args.query_timeout, max_rows=args.max_rows)
-        sandbox = Sandbox(args.sql_workers, args.sql_memory)
+        limits = SessionConfig.of(settings).limits
+        sandbox = Sandbox(settings.sql_workers, settings.sql_memory_mb)
         databases = UserDatabases.from_path(args.db, limits, sandbox)
         return build_explorer_server(databases, http, args.output_schemas), lambda _id: True
-    manager = sessions_from(args)
+    manager = open_sessions(settings)
     manager.start_reaper()
     connections = Connections(manager)
     server = build_episode_server(manager, http, args.output_schemas, connections)
@@ -125,14 +97,18 @@ def serve(server: FastMCP, in_use: Callable[[str], bool], args: argparse.Namespa
     import uvicorn
 
     stop_with_parent()
-    log.warning("serving MCP at http://%s:%d/mcp (health: /healthz)", args.host, args.port)
-    app = http_app(server, http_settings(args), args.auth_token, in_use)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    http = http_settings(args)
+    host, port = http.settings.host, http.settings.port
+    log.warning("serving MCP at http://%s:%d/mcp (health: /healthz)", host, port)
+    app = http_app(server, http, args.auth_token, in_use)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(name)s: %(message)s")
+    logging.basicConfig(
+        level=args.log_level.upper(), stream=sys.stderr, format="%(name)s: %(message)s"
+    )
     try:
         server, in_use = build_server(args)
     except (SQLEnvError, ValueError) as error:

@@ -15,21 +15,20 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.server.fastmcp.exceptions import ToolError as MCPToolError
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from env_core import contract
-from env_core.episode import Episode
+from env_core.episode import Episode, refusal
 from env_core.errors import CapacityError, SQLEnvError, UnknownEpisodeError
 from env_core.sessions import SessionManager
-from env_core.tools import TOOLS_BY_NAME
+from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec
 from sqlenv_mcp.results import (
     EndOutput,
     StartOutput,
     StepOutput,
+    error_result,
     start_result,
-    step_error,
     step_result,
     tool_result,
 )
@@ -41,13 +40,10 @@ INSTRUCTIONS = (
     "step budget (end_episode gives an episode up).\n\n" + contract.INSTRUCTIONS
 )
 
-# The range is advertised in the schema but checked by the engine, so an out-of-range n gets
-# the same error, and costs the same step, through every door.
-SAMPLE_SIZE = Field(
-    description=TOOLS_BY_NAME["sample"].arg_descriptions["n"],
-    json_schema_extra={"minimum": 1, "maximum": 20},
-)
 READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+ANSWERING = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+)
 EPISODE_ID = Annotated[
     str | None,
     Field(description="Episode to act on; omit to use this connection's current episode."),
@@ -151,19 +147,32 @@ class Connections:
         return connection
 
 
+def sample_size(spec: ToolSpec) -> Any:
+    """The `n` parameter of sample. Its range is advertised in the schema but checked by the
+    engine, so an out-of-range n gets the same error, and costs the same step, through every
+    door."""
+    schema = spec.parameters["properties"]["n"]
+    return Field(
+        description=schema["description"],
+        json_schema_extra={"minimum": schema["minimum"], "maximum": schema["maximum"]},
+    )
+
+
 def register_episode_tools(
     server: FastMCP, connections: Connections, output_schemas: bool = True
 ) -> None:
+    """start_episode, the four tools in the contract's order under the manager's limits, and
+    end_episode."""
     manager = connections.manager
+    specs = {spec.name: spec for spec in manager.tools}
 
     async def step(ctx: Context, episode_id: str | None, tool: str, args: dict[str, Any]):
         episodes = connections.of(ctx)
         try:
             resolved = episodes.resolve(episode_id)
-            result = await manager.step_async(resolved, tool, args, episodes.owner)
-            return step_result(resolved, result)
-        except SQLEnvError as error:
-            return step_error(episode_id or episodes.current or "", tool, error)
+        except UnknownEpisodeError as error:
+            return step_result("", refusal(tool, error))
+        return step_result(resolved, await manager.step_async(resolved, tool, args, episodes.owner))
 
     @server.tool(
         description="Start a new episode: returns the question, the database id, the table "
@@ -194,61 +203,53 @@ def register_episode_tools(
         try:
             episode = episodes.start(keep_previous, **selectors)
         except SQLEnvError as error:
-            raise MCPToolError(str(error)) from None
+            return error_result(error)
         return start_result(episode.start)
 
-    spec = TOOLS_BY_NAME["describe"]
-
-    @server.tool(
-        description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
-    )
     async def describe(
         ctx: Context,
-        table: Annotated[str, Field(description=spec.arg_descriptions["table"])],
+        table: Annotated[str, Field(description=specs["describe"].arg_descriptions["table"])],
         episode_id: EPISODE_ID = None,
     ) -> Annotated[CallToolResult, StepOutput]:
         return await step(ctx, episode_id, "describe", {"table": table})
 
-    spec = TOOLS_BY_NAME["sample"]
-
-    @server.tool(
-        description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
-    )
     async def sample(
         ctx: Context,
-        table: Annotated[str, Field(description=spec.arg_descriptions["table"])],
-        n: Annotated[int, SAMPLE_SIZE] = 5,
+        table: Annotated[str, Field(description=specs["sample"].arg_descriptions["table"])],
+        n: Annotated[int, sample_size(specs["sample"])] = DEFAULT_SAMPLE_ROWS,
         episode_id: EPISODE_ID = None,
     ) -> Annotated[CallToolResult, StepOutput]:
         return await step(ctx, episode_id, "sample", {"table": table, "n": n})
 
-    spec = TOOLS_BY_NAME["query"]
-
-    @server.tool(
-        description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
-    )
     async def query(
         ctx: Context,
-        sql: Annotated[str, Field(description=spec.arg_descriptions["sql"])],
+        sql: Annotated[str, Field(description=specs["query"].arg_descriptions["sql"])],
         episode_id: EPISODE_ID = None,
     ) -> Annotated[CallToolResult, StepOutput]:
         return await step(ctx, episode_id, "query", {"sql": sql})
 
-    spec = TOOLS_BY_NAME["answer"]
-
-    @server.tool(
-        description=spec.description,
-        annotations=ToolAnnotations(
-            readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
-        ),
-        structured_output=output_schemas,
-    )
     async def answer(
         ctx: Context,
-        value: Annotated[str, Field(description=spec.arg_descriptions["value"])],
+        value: Annotated[str, Field(description=specs["answer"].arg_descriptions["value"])],
         episode_id: EPISODE_ID = None,
     ) -> Annotated[CallToolResult, StepOutput]:
         return await step(ctx, episode_id, "answer", {"value": value})
+
+    handlers = {
+        "answer": (answer, ANSWERING),
+        "describe": (describe, READ_ONLY),
+        "query": (query, READ_ONLY),
+        "sample": (sample, READ_ONLY),
+    }
+    for spec in manager.tools:
+        handler, annotations = handlers[spec.name]
+        server.add_tool(
+            handler,
+            name=spec.name,
+            description=spec.description,
+            annotations=annotations,
+            structured_output=output_schemas,
+        )
 
     @server.tool(
         description="End an episode early and free it (episodes also end when the connection "
@@ -265,7 +266,7 @@ def register_episode_tools(
         try:
             resolved = episodes.resolve(episode_id)
         except SQLEnvError as error:
-            raise MCPToolError(str(error)) from None
+            return error_result(error)
         closed = episodes.end(resolved)
         text = f"Episode {resolved} {'ended' if closed else 'was not open'}."
         return tool_result(text, {"episode_id": resolved, "closed": closed})

@@ -19,8 +19,8 @@ from env_core import render
 from env_core.errors import DataError, InvalidArgumentError, ToolError, error_kind
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
 from env_core.sandbox import Sandbox, finish_async
-from env_core.tools import TOOLS_BY_NAME
-from sqlenv_mcp.episodes import READ_ONLY, SAMPLE_SIZE
+from env_core.tools import DEFAULT_SAMPLE_ROWS, tools_for
+from sqlenv_mcp.episodes import READ_ONLY, sample_size
 from sqlenv_mcp.results import ExploreOutput, explore_result
 
 SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
@@ -143,7 +143,8 @@ def register_explorer_tools(
         result = await finish_async(executor.query_work(sql))
         return render.rows_text(result), render.rows_data(result)
 
-    spec = TOOLS_BY_NAME["describe"]
+    specs = {spec.name: spec for spec in tools_for(databases.limits)}
+    spec = specs["describe"]
 
     @server.tool(
         description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
@@ -153,19 +154,19 @@ def register_explorer_tools(
     ) -> Annotated[CallToolResult, ExploreOutput]:
         return await run(database, lambda executor: describe_table(table, executor))
 
-    spec = TOOLS_BY_NAME["sample"]
+    spec = specs["sample"]
 
     @server.tool(
         description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
     )
     async def sample(
         table: Annotated[str, Field(description="Name of a table.")],
-        n: Annotated[int, SAMPLE_SIZE] = 5,
+        n: Annotated[int, sample_size(spec)] = DEFAULT_SAMPLE_ROWS,
         database: DATABASE = None,
     ) -> Annotated[CallToolResult, ExploreOutput]:
         return await run(database, lambda executor: sample_table(table, n, executor))
 
-    spec = TOOLS_BY_NAME["query"]
+    spec = specs["query"]
 
     @server.tool(
         description=spec.description, annotations=READ_ONLY, structured_output=output_schemas

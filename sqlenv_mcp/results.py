@@ -13,7 +13,7 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import BaseModel
 
 from env_core.episode import EpisodeStart, ToolResult
-from env_core.errors import SQLEnvError, ends_episode, error_kind
+from env_core.errors import SQLEnvError, error_data
 from env_core.render import error_text
 
 
@@ -27,16 +27,20 @@ class StepOutput(BaseModel):
 
 
 class StartOutput(BaseModel):
-    episode_id: str
-    question: str
-    db_id: str
-    tables: list[str]
-    budget: int
+    """An episode's start; when none could start, `error` says why (as OpenEnv's reset does)."""
+
+    episode_id: str | None = None
+    question: str | None = None
+    db_id: str | None = None
+    tables: list[str] = []
+    budget: int = 0
+    error: dict[str, str] | None = None
 
 
 class EndOutput(BaseModel):
-    episode_id: str
-    closed: bool
+    episode_id: str | None = None
+    closed: bool = False
+    error: dict[str, str] | None = None
 
 
 class ExploreOutput(BaseModel):
@@ -57,19 +61,9 @@ def step_result(episode_id: str, result: ToolResult) -> CallToolResult:
     return tool_result(result.text, result.structured(episode_id), not result.ok)
 
 
-def step_error(episode_id: str, tool: str, error: SQLEnvError) -> CallToolResult:
-    """An episode-level failure as an MCP tool error: no step is spent, and `done` is set
-    when the episode cannot go on (unknown or finished), as the OpenEnv door does."""
-    data = {"error": error_kind(error), "message": str(error)}
-    structured = {
-        "episode_id": episode_id,
-        "tool": tool,
-        "ok": False,
-        "reward": 0.0,
-        "done": ends_episode(error),
-        "data": data,
-    }
-    return tool_result(error_text(error), structured, True)
+def error_result(error: SQLEnvError) -> CallToolResult:
+    """start_episode's or end_episode's failure: the engine's error text, `error` set."""
+    return tool_result(error_text(error), {"error": error_data(error)}, is_error=True)
 
 
 def start_result(start: EpisodeStart) -> CallToolResult:

@@ -4,7 +4,7 @@ import hmac
 import json
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from mcp.server.fastmcp import FastMCP
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from env_core import contract
 from env_core.sessions import SessionManager
+from env_core.settings import Settings
 from sqlenv_mcp import episodes, explorer
 from sqlenv_mcp.guard import ConnectionGuard
 
@@ -21,17 +22,16 @@ LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 
 
+# Connections of all clients together; one client's are capped by the settings.
+MAX_CONNECTIONS = 10_000
+
+
 @dataclass(frozen=True)
 class HttpSettings:
-    host: str = "127.0.0.1"
-    port: int = 8000
+    """The HTTP side of the MCP server: the shared settings, and the Host names to accept."""
+
+    settings: Settings = field(default_factory=Settings)
     allowed_hosts: tuple[str, ...] = ()
-    session_idle_timeout_s: float = 1800.0
-    max_http_sessions: int = 10_000
-    # Fair use (see sqlenv_mcp.guard): connections one client may hold open, and how long a
-    # connection holding no episode may stay idle.
-    max_connections_per_client: int = 64
-    idle_connection_timeout_s: float = 120.0
 
 
 def _new_server(
@@ -49,11 +49,12 @@ def _new_server(
         instructions=instructions,
         lifespan=lifespan,
         log_level="WARNING",
-        host=http.host,
-        port=http.port,
+        host=http.settings.host,
+        port=http.settings.port,
         streamable_http_path="/mcp",
-        session_idle_timeout=http.session_idle_timeout_s,
-        max_sessions=http.max_http_sessions,
+        # A connection holding an episode lives as long as the episode may stay idle.
+        session_idle_timeout=http.settings.idle_ttl_s,
+        max_sessions=MAX_CONNECTIONS,
         transport_security=security,
     )
 
@@ -171,8 +172,8 @@ def http_app(
     app = ConnectionGuard(
         server.streamable_http_app(),
         in_use,
-        per_client=http.max_connections_per_client,
-        idle_unused_s=http.idle_connection_timeout_s,
-        idle_s=http.session_idle_timeout_s,
+        per_client=http.settings.max_connections_per_client,
+        idle_unused_s=http.settings.idle_connection_timeout_s,
+        idle_s=http.settings.idle_ttl_s,
     )
     return BearerAuth(app, auth_token) if auth_token else app

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 INSPECTOR = Path(__file__).resolve().parents[1] / "node_modules" / ".bin" / "mcp-inspector"
-EPISODE_TOOLS = ["start_episode", "describe", "sample", "query", "answer", "end_episode"]
+EPISODE_TOOLS = ["start_episode", "answer", "describe", "query", "sample", "end_episode"]
 
 
 def require_inspector() -> str:

@@ -1,9 +1,11 @@
 """Run configuration for the SFT and GRPO entry points, read from TOML files.
 
 A file has four tables: `[model]` (`name_or_path`; without it, `tiny = true` builds a tiny model
-locally), `[data]` (`data_dir`, `split`, `limit`, `seed`, `max_chars`), `[env]` (`max_steps`,
-`reward_profile`) and `[trainer]`, passed as is to TRL's `SFTConfig` or `GRPOConfig`. Relative
-paths are resolved against the current directory, as every path on a command line is.
+locally), `[data]` (which questions: `limit`, `seed`, `max_chars`), `[env]` (the environment's
+settings, named as in `env_core.settings`: `data_dir`, `split`, `max_steps`, `reward_profile`,
+...; unset ones come from the `SQLENV_*` variables, else their defaults) and `[trainer]`, passed
+as is to TRL's `SFTConfig` or `GRPOConfig`. Relative paths are resolved against the current
+directory, as every path on a command line is.
 """
 
 from __future__ import annotations
@@ -13,20 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from env_core.settings import Settings
+
 CONFIG_DIR = Path(__file__).parent / "configs"
+TABLES = ("model", "data", "env", "trainer")
 
 
 @dataclass(frozen=True)
 class RunConfig:
     name_or_path: str | None = None
     tiny: bool = False
-    data_dir: str | None = None
-    split: str = "dev"
     limit: int | None = None
     seed: int = 0
     max_chars: int | None = None
-    max_steps: int = 15
-    reward_profile: str = "shaped"
+    settings: Settings = field(default_factory=Settings)
     trainer: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -35,18 +37,24 @@ class RunConfig:
 
 
 def load_config(path: str | Path) -> RunConfig:
-    tables = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    unknown = set(tables) - {"model", "data", "env", "trainer"}
+    try:
+        tables = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ValueError(f"{path}: cannot read the configuration: {error}") from None
+    unknown = sorted(set(tables) - set(TABLES))
     if unknown:
-        raise ValueError(f"{path}: unknown tables {sorted(unknown)}")
+        raise ValueError(f"{path}: unknown tables {', '.join(unknown)}; tables are: {TABLES}")
     if "output_dir" not in tables.get("trainer", {}):
         raise ValueError(f"{path}: [trainer] needs output_dir")
-    config = RunConfig(
-        **tables.get("model", {}),
-        **tables.get("data", {}),
-        **tables.get("env", {}),
-        trainer=tables["trainer"],
-    )
+    try:
+        config = RunConfig(
+            **tables.get("model", {}),
+            **tables.get("data", {}),
+            settings=Settings.from_mapping(tables.get("env", {}), f"{path} [env]"),
+            trainer=tables["trainer"],
+        )
+    except TypeError as error:  # an unknown key in [model] or [data]
+        raise ValueError(f"{path}: {error}") from None
     if config.name_or_path is None and not config.tiny:
         raise ValueError(f"{path}: [model] needs name_or_path, or tiny = true")
     return config

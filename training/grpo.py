@@ -14,7 +14,7 @@ from trl import GRPOConfig, GRPOTrainer
 from adapters.trl import environment_factory
 from training.config import RunConfig
 from training.datasets import task_dataset
-from training.runs import command_line, load_run, model_path, open_run
+from training.setup import command_line, load_run, model_path, open_run
 
 
 def grpo_trainer(config: RunConfig) -> GRPOTrainer:

@@ -21,7 +21,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from adapters.trl import SQLEnvTRL
 from training.config import load_config, tiny_config
 from training.datasets import choose_questions
-from training.runs import OFFLINE, model_path, open_run, oracle_dataset
+from training.setup import OFFLINE, model_path, open_run, oracle_dataset
 from training.sft import sft_trainer
 from training.tool_calls import well_formed_rate
 
@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
         trainer=trainer_settings,
     )
     setup = open_run(config)
-    everything = choose_questions(setup.manager.catalog, config.split, seed=config.seed)
+    everything = choose_questions(setup.manager.catalog, config.settings.split, seed=config.seed)
     held_out = everything[config.limit : config.limit + arguments.held_out]
     transcripts = oracle_dataset(setup)
     print(f"{len(transcripts)} oracle transcripts for SFT, {len(held_out)} held-out prompts")

@@ -13,7 +13,7 @@ from datasets import Dataset
 from trl import SFTConfig, SFTTrainer
 
 from training.config import RunConfig
-from training.runs import (
+from training.setup import (
     RunSetup,
     command_line,
     load_run,

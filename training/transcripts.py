@@ -17,8 +17,10 @@ from datasets import Dataset
 from transformers.utils import get_json_schema
 
 from adapters.trl import SQLEnvTRL, tool_methods
+from env_core.calls import ToolCall, drive
 from env_core.catalog import Question
-from env_core.scripted import scripted_calls
+from env_core.episode import ToolResult
+from env_core.oracle import oracle_calls
 from training.datasets import task_prompt
 
 CLOSING = "Done."
@@ -54,16 +56,18 @@ def oracle_transcript(environment: SQLEnvTRL, question: Question) -> list[Messag
     """The oracle's episode on `question` as messages, or None if it did not answer correctly."""
     messages = first_turn(environment, question)
     episode = environment.episode
-    calls = scripted_calls(question, episode.budget_left)
-    call = next(calls, None)
-    while call is not None and not episode.done:
-        tool, arguments = call
-        text = getattr(environment, tool)(**arguments)
-        messages += [
-            tool_call_message(tool, arguments),
-            {"role": "tool", "name": tool, "content": text},
-        ]
-        call = calls.send(episode.history[-1].result) if not episode.done else None
+
+    def call_through_the_environment(call: ToolCall) -> ToolResult:
+        text = getattr(environment, call.tool)(**call.arguments)
+        messages.append(tool_call_message(call.tool, call.arguments))
+        messages.append({"role": "tool", "name": call.tool, "content": text})
+        return episode.history[-1].result
+
+    drive(
+        oracle_calls(question, episode.budget_left),
+        call_through_the_environment,
+        episode.budget_left,
+    )
     if not episode.correct:
         return None
     return [*messages, {"role": "assistant", "content": CLOSING}]

@@ -1,5 +1,6 @@
-"""The ASGI app built from environment variables: `uvicorn adapters.openenv.app:app`."""
+"""The ASGI app built from the `SQLENV_*` variables: `uvicorn adapters.openenv.app:app`."""
 
-from adapters.openenv.server import ServerSettings, build_app
+from adapters.openenv.server import build_app
+from env_core.settings import Settings
 
-app = build_app(ServerSettings.from_environment())
+app = build_app(Settings.from_environment())

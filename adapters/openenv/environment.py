@@ -25,17 +25,15 @@ from openenv.core.env_server.types import Action, EnvironmentMetadata, Observati
 from adapters.openenv.models import (
     EpisodeObservation,
     SQLState,
-    error_data,
     tool_call_result,
     tool_list,
 )
 from adapters.openenv.web import observation_html
 from env_core import contract
-from env_core.episode import Episode
-from env_core.errors import SQLEnvError, ends_episode, error_kind
+from env_core.episode import Episode, ToolResult, refusal
+from env_core.errors import SQLEnvError, UnknownEpisodeError, error_data
 from env_core.sandbox import Work, finish, finish_async
 from env_core.sessions import SessionManager
-from env_core.tools import TOOLS_BY_NAME
 
 RESET_OPTIONS = ("seed", "episode_id", "question_id", "db_id", "split")
 CLOSED_MESSAGE = (
@@ -102,38 +100,17 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
 
     def _step(self, action: Action) -> Work[ListToolsObservation | CallToolObservation]:
         if isinstance(action, ListToolsAction):
-            return ListToolsObservation(tools=tool_list())
+            return ListToolsObservation(tools=tool_list(self._manager.tools))
         if not isinstance(action, CallToolAction):
             raise TypeError(f"expected ListToolsAction or CallToolAction, got {type(action)}")
         name = action.tool_name
-        if name not in TOOLS_BY_NAME:
-            return _call_error(
-                name,
-                ToolErrorType.TOOL_NOT_FOUND,
-                f"unknown tool {name!r}; tools are: {', '.join(TOOLS_BY_NAME)}",
-                done=False,
-            )
         episode = self._episode
         if episode is None:
             message = CLOSED_MESSAGE if self._closed else "no episode is running: call reset first"
-            return _call_error(name, ToolErrorType.EXECUTION_ERROR, message, done=True)
-        try:
-            result = yield from self._manager.work(episode.episode_id, name, action.arguments)
-        except SQLEnvError as error:
-            return _call_error(
-                name,
-                ToolErrorType.EXECUTION_ERROR,
-                str(error),
-                done=ends_episode(error),
-                kind=error_kind(error),
-            )
-        return CallToolObservation(
-            tool_name=name,
-            result=tool_call_result(episode.episode_id, result),
-            reward=result.reward,
-            done=result.done,
-            metadata={"budget_left": episode.budget_left, "total_reward": episode.total_reward},
-        )
+            return _observation("", refusal(name, UnknownEpisodeError(message)), {})
+        result = yield from self._manager.work(episode.episode_id, name, action.arguments)
+        metadata = {"budget_left": episode.budget_left, "total_reward": episode.total_reward}
+        return _observation(episode.episode_id, result, metadata)
 
     @property
     def state(self) -> SQLState:
@@ -175,14 +152,19 @@ def _reset_error(error: str, message: str) -> EpisodeObservation:
     )
 
 
-def _call_error(
-    tool: str, error_type: ToolErrorType, message: str, *, done: bool, kind: str | None = None
-) -> CallToolObservation:
-    """An OpenEnv tool error for a call the episode cannot take; it spends no step."""
+def _observation(episode_id: str, result: ToolResult, metadata: dict) -> CallToolObservation:
+    """A tool's result as OpenEnv sends it; a call the episode did not take also carries
+    OpenEnv's `error`, for generic clients."""
+    error = None
+    if result.refused:
+        unknown = result.data["error"] == "unknown_tool"
+        error_type = ToolErrorType.TOOL_NOT_FOUND if unknown else ToolErrorType.EXECUTION_ERROR
+        error = ToolError(error_type=error_type, message=result.data["message"])
     return CallToolObservation(
-        tool_name=tool,
-        error=ToolError(error_type=error_type, message=message),
-        reward=0.0,
-        done=done,
-        metadata={"error": kind or error_type.value},
+        tool_name=result.tool,
+        result=tool_call_result(episode_id, result),
+        error=error,
+        reward=result.reward,
+        done=result.done,
+        metadata=metadata,
     )

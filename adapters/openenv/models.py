@@ -15,8 +15,7 @@ from openenv.core.env_server.types import Observation, State
 from pydantic import Field
 
 from env_core.episode import ToolResult
-from env_core.errors import SQLEnvError, error_kind
-from env_core.tools import TOOLS, TOOLS_BY_NAME
+from env_core.tools import TOOLS_BY_NAME, ToolSpec
 
 
 class EpisodeObservation(Observation):
@@ -48,11 +47,12 @@ class SQLState(State):
     total_reward: float = 0.0
 
 
-def tool_list() -> list[Tool]:
-    """The four tools, from the engine's single definition (the MCP door uses the same)."""
+def tool_list(specs: tuple[ToolSpec, ...]) -> list[Tool]:
+    """The four tools as the engine defines them under a manager's limits (`manager.tools`),
+    as the MCP door lists them."""
     return [
         Tool(name=spec.name, description=spec.description, input_schema=spec.parameters)
-        for spec in TOOLS
+        for spec in specs
     ]
 
 
@@ -63,11 +63,6 @@ def tool_call_result(episode_id: str, result: ToolResult) -> dict[str, Any]:
         "structured_content": result.structured(episode_id),
         "is_error": not result.ok,
     }
-
-
-def error_data(error: SQLEnvError) -> dict[str, str]:
-    """The engine's error form: a stable kind and a sentence an agent can act on."""
-    return {"error": error_kind(error), "message": str(error)}
 
 
 def tool_arguments(tool: str, argument: str, n: int | None = None) -> dict[str, Any]:
@@ -87,12 +82,12 @@ def observation_text(observation: dict[str, Any]) -> str:
     """The text a language model would read for a serialised observation of this door."""
     if "text" in observation:
         return observation["text"]
-    error = observation.get("error")
-    if error:
-        return f"Error: {error['message']}"
     result = observation.get("result")
     if result:
         return "\n".join(part.get("text", "") for part in result.get("content", []))
+    error = observation.get("error")
+    if error:
+        return f"Error: {error['message']}"
     tools = observation.get("tools")
     if tools is not None:
         return "\n".join(f"{tool['name']}: {tool['description']}" for tool in tools)

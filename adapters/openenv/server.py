@@ -2,9 +2,10 @@
 
     sqlenv-openenv --host 0.0.0.0 --port 8000 --data-dir ../shared/data/spider
 
-Settings come from the command line, else from environment variables (for containers):
-SQLENV_DATA_DIR, SQLENV_SPLIT, SQLENV_CACHE_DIR, MAX_CONCURRENT_ENVS, SQLENV_SESSION_TIMEOUT_S,
-SQLENV_MAX_STEPS, SQLENV_REWARD_PROFILE; ENABLE_WEB_INTERFACE=true adds the `/web` page.
+Settings come from the command line, else from their `SQLENV_*` variables (see
+`env_core.settings`; for containers); ENABLE_WEB_INTERFACE=true (OpenEnv's own switch, or
+`--web`) adds the `/web` page. Each WebSocket session holds one episode: `--max-episodes` is
+OpenEnv's session limit, and `--idle-ttl` its session timeout.
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ import argparse
 import functools
 import logging
 import os
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
-from pathlib import Path
+from dataclasses import asdict
 
 import uvicorn
 from fastapi import FastAPI, Request
@@ -34,7 +33,7 @@ from adapters.openenv.web import build_play_ui
 from env_core.errors import shown
 from env_core.factory import open_sessions
 from env_core.parent_watch import stop_with_parent
-from env_core.rewards import PROFILES
+from env_core.settings import Settings, add_arguments
 
 log = logging.getLogger("adapters.openenv")
 
@@ -45,62 +44,19 @@ EXTRA_EPISODES = 32
 MAX_MESSAGE_BYTES = 1 << 20
 
 
-@dataclass(frozen=True)
-class ServerSettings:
-    data_dir: str | None = None
-    split: str = "dev"
-    cache_dir: Path | None = None
-    max_sessions: int = 64
-    # Finite on purpose: without it OpenEnv never reaps half-open sockets, which then hold
-    # their slots for ever. Long enough for a slow training step between two tool calls.
-    session_timeout_s: float = 900.0
-    max_steps: int = 15
-    reward_profile: str = "shaped"
-    query_timeout_s: float = 2.0
-    sql_workers: int = 4
-    sql_memory_mb: int = 64
-    # Fair use (see adapters.openenv.guard).
-    max_connections_per_client: int = 64
-    idle_connection_timeout_s: float = 120.0
-
-    @classmethod
-    def from_environment(cls, environ: Mapping[str, str] = os.environ) -> ServerSettings:
-        cache_dir = environ.get("SQLENV_CACHE_DIR")
-        return cls(
-            data_dir=environ.get("SQLENV_DATA_DIR") or None,
-            split=environ.get("SQLENV_SPLIT", cls.split),
-            cache_dir=Path(cache_dir) if cache_dir else None,
-            max_sessions=int(environ.get("MAX_CONCURRENT_ENVS", cls.max_sessions)),
-            session_timeout_s=float(environ.get("SQLENV_SESSION_TIMEOUT_S", cls.session_timeout_s)),
-            max_steps=int(environ.get("SQLENV_MAX_STEPS", cls.max_steps)),
-            reward_profile=environ.get("SQLENV_REWARD_PROFILE", cls.reward_profile),
-        )
-
-
-def build_app(settings: ServerSettings) -> FastAPI:
+def build_app(settings: Settings) -> FastAPI:
     """The FastAPI app; `/web` is mounted when ENABLE_WEB_INTERFACE is true (OpenEnv's switch)."""
-    manager = open_sessions(
-        settings.data_dir,
-        split=settings.split,
-        cache_dir=settings.cache_dir,
-        max_steps=settings.max_steps,
-        max_sessions=settings.max_sessions + EXTRA_EPISODES,
-        # The same timeout as OpenEnv's reaper, which closes idle sessions' episodes itself;
-        # the engine's own expiry only catches episodes whose session vanished uncleanly.
-        idle_ttl_s=settings.session_timeout_s,
-        reward_profile=settings.reward_profile,
-        query_timeout_s=settings.query_timeout_s,
-        sql_workers=settings.sql_workers,
-        sql_memory_mb=settings.sql_memory_mb,
-    )
+    # OpenEnv's reaper closes idle sessions' episodes after the same idle TTL; the engine's own
+    # expiry only catches episodes whose session vanished uncleanly.
+    manager = open_sessions(settings, max_episodes=settings.max_episodes + EXTRA_EPISODES)
     app = create_app(
         functools.partial(SQLExploreEnvironment, manager),
         CallToolAction,
         CallToolObservation,
         env_name="sqlenv",
         concurrency_config=ConcurrencyConfig(
-            max_concurrent_envs=settings.max_sessions,
-            session_timeout=settings.session_timeout_s,
+            max_concurrent_envs=settings.max_episodes,
+            session_timeout=settings.idle_ttl_s,
         ),
         gradio_builder=build_play_ui,
         show_default_tab=False,
@@ -130,90 +86,38 @@ def build_app(settings: ServerSettings) -> FastAPI:
     return app
 
 
-def build_parser(defaults: ServerSettings) -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="sqlenv-openenv",
         description="Serve the sqlenv SQL-exploration environment with OpenEnv (WebSocket /ws, "
-        "HTTP /reset /step /state, JSON-RPC /mcp; /web with ENABLE_WEB_INTERFACE=true).",
-    )
-    parser.add_argument("--host", default="127.0.0.1", help="bind address (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port (8000)")
-    parser.add_argument(
-        "--data-dir",
-        default=defaults.data_dir,
-        help="Spider-format data directory (default: $SQLENV_DATA_DIR, else the embedded demo)",
-    )
-    parser.add_argument("--split", default=defaults.split, help="question split to serve")
-    parser.add_argument("--cache-dir", type=Path, default=defaults.cache_dir)
-    parser.add_argument(
-        "--max-sessions",
-        type=int,
-        default=defaults.max_sessions,
-        help="concurrent sessions (default: $MAX_CONCURRENT_ENVS, else 64)",
+        "HTTP /reset /step /state, JSON-RPC /mcp; /web with --web).",
     )
     parser.add_argument(
-        "--session-timeout",
-        type=float,
-        default=defaults.session_timeout_s,
-        help="seconds an idle session lives (default: $SQLENV_SESSION_TIMEOUT_S, else 900)",
+        "--web",
+        action="store_true",
+        default=os.environ.get("ENABLE_WEB_INTERFACE", "").lower() in ("1", "true", "yes"),
+        help="serve the /web page too (default: $ENABLE_WEB_INTERFACE)",
     )
-    parser.add_argument("--max-steps", type=int, default=defaults.max_steps)
-    parser.add_argument(
-        "--reward-profile", choices=sorted(PROFILES), default=defaults.reward_profile
-    )
-    parser.add_argument("--query-timeout", type=float, default=defaults.query_timeout_s)
-    parser.add_argument("--sql-workers", type=int, default=defaults.sql_workers)
-    parser.add_argument("--sql-memory", type=int, default=defaults.sql_memory_mb)
-    parser.add_argument(
-        "--max-connections-per-client",
-        type=int,
-        default=defaults.max_connections_per_client,
-        metavar="N",
-        help="WebSockets and HTTP-created sessions one client (remote address) may hold "
-        f"({defaults.max_connections_per_client})",
-    )
-    parser.add_argument(
-        "--idle-connection-timeout",
-        type=float,
-        default=defaults.idle_connection_timeout_s,
-        metavar="SECONDS",
-        help="a session created over HTTP with no WebSocket attached closes after this long "
-        f"idle ({defaults.idle_connection_timeout_s:g})",
-    )
-    parser.add_argument("--web", action="store_true", help="serve the /web page too")
-    parser.add_argument("--log-level", default="warning", help="uvicorn log level (warning)")
+    add_arguments(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> None:
-    defaults = ServerSettings.from_environment()
-    args = build_parser(defaults).parse_args(argv)
+    args = build_parser().parse_args(argv)
+    settings = Settings.from_arguments(args)
     if args.web:
         os.environ["ENABLE_WEB_INTERFACE"] = "true"  # create_app reads only this switch
-    settings = replace(
-        defaults,
-        data_dir=args.data_dir,
-        split=args.split,
-        cache_dir=args.cache_dir,
-        max_sessions=args.max_sessions,
-        session_timeout_s=args.session_timeout,
-        max_steps=args.max_steps,
-        reward_profile=args.reward_profile,
-        query_timeout_s=args.query_timeout,
-        sql_workers=args.sql_workers,
-        sql_memory_mb=args.sql_memory,
-        max_connections_per_client=args.max_connections_per_client,
-        idle_connection_timeout_s=args.idle_connection_timeout,
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
     )
-    logging.basicConfig(level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s")
     app = build_app(settings)
     stop_with_parent()
-    log.info("serving sqlenv on http://%s:%d", args.host, args.port)
+    log.info("serving sqlenv on http://%s:%d", settings.host, settings.port)
     uvicorn.run(
         app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
         ws_max_size=MAX_MESSAGE_BYTES,
     )
 

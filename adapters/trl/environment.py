@@ -14,10 +14,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from env_core.episode import Episode
-from env_core.errors import SQLEnvError
+from env_core.episode import Episode, refusal
+from env_core.errors import UnknownEpisodeError
 from env_core.factory import open_sessions
-from env_core.render import error_text
 from env_core.sessions import SessionManager
 from env_core.tools import TOOLS, ToolSpec, tool_specs
 
@@ -98,11 +97,9 @@ class SQLEnvTRL:
 
     def _call(self, tool: str, arguments: dict[str, Any]) -> str:
         if self._episode is None:
-            return "Error: no episode is running; the trainer calls reset first"
-        try:
-            return self._manager.step(self._episode.episode_id, tool, arguments).text
-        except SQLEnvError as error:  # e.g. a call after `answer` ended the episode
-            return error_text(error)
+            error = UnknownEpisodeError("no episode is running; the trainer calls reset first")
+            return refusal(tool, error).text
+        return self._manager.step(self._episode.episode_id, tool, arguments).text
 
     def _end_episode(self) -> None:
         if self._episode is not None:

@@ -23,8 +23,8 @@ from mcp.client.streamable_http import streamable_http_client
 from process_memory import PeakRSS
 from served_episodes import MCP_HEADERS, MCP_INITIALIZE
 
+from env_core.settings import Settings
 from evals.local_server import LocalServer, free_port
-from sqlenv_mcp.server import HttpSettings
 
 pytestmark = pytest.mark.anyio
 CAP = 3
@@ -120,7 +120,7 @@ def mcp_server_health(server: LocalServer) -> dict:
 def test_thousands_of_mcp_connections_never_ended_stay_bounded(cache_dir):
     # Before the cap, 10,000 of these grew the server by ~600 MB and locked new clients out.
     server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz")  # the default limits
-    cap = HttpSettings.max_connections_per_client
+    cap = Settings.max_connections_per_client
     try:
         with httpx.Client() as http, PeakRSS(server.process.pid) as peak:
             statuses = [
@@ -135,7 +135,7 @@ def test_thousands_of_mcp_connections_never_ended_stay_bounded(cache_dir):
 
 
 async def test_one_connection_cannot_take_every_episode_slot(cache_dir):
-    server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz", "--max-sessions", "16")
+    server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz", "--max-episodes", "16")
     try:
         async with (
             streamable_http_client(f"{server.url}/mcp") as (read, write, _),

@@ -3,9 +3,9 @@
 The doors: the engine in process, MCP over stdio, MCP over streamable HTTP, OpenEnv over its
 WebSocket, and `SQLEnvTRL`. For every call the suite compares the text an agent reads (with the
 episode id masked, as ids differ by door), the step reward, the done flag and the structured
-result (without the measured `elapsed_ms`). SQLEnvTRL returns text only, so its structured
-result is not compared; calls that never reach an episode (after its end) are compared by
-text, reward and done, since each door carries their error in its own protocol's form.
+result (without the measured `elapsed_ms`; episode ids masked in it too), calls the episode
+does not take (after its end) included. SQLEnvTRL returns text only, so its structured
+result is not compared.
 """
 
 from __future__ import annotations
@@ -18,12 +18,10 @@ from typing import Any
 from conformance_scripts import Script, all_scripts
 
 from adapters.trl import SQLEnvTRL
-from env_core.errors import SQLEnvError
 from env_core.factory import open_sessions
 from evals.doors import Door, open_door
 
 DOORS = ("inprocess", "mcp-stdio", "mcp-http", "openenv", "trl")
-NOT_REACHING_AN_EPISODE = {"episode_finished", "unknown_episode", "invalid_call"}
 
 
 @dataclass(frozen=True)
@@ -38,10 +36,13 @@ def masked(text: str, episode_id: str) -> str:
     return text.replace(episode_id, "<episode>")
 
 
-def comparable_data(data: dict) -> dict | None:
-    if data.get("error") in NOT_REACHING_AN_EPISODE:
-        return None
-    return {key: value for key, value in data.items() if key != "elapsed_ms"}
+def comparable_data(data: dict, episode_id: str) -> dict:
+    """The structured result less the measured query time, with the episode id masked."""
+    return {
+        key: masked(value, episode_id) if isinstance(value, str) else value
+        for key, value in data.items()
+        if key != "elapsed_ms"
+    }
 
 
 def replay_door(door: Door, scripts: list[Script]) -> list[list[Outcome]]:
@@ -50,25 +51,17 @@ def replay_door(door: Door, scripts: list[Script]) -> list[list[Outcome]]:
         start = door.start(script.question_id)
         outcomes = [Outcome(start.text, 0.0, False, None)]
         for tool, arguments in script.calls:
-            try:
-                result = door.step(start.episode_id, tool, arguments)
-                outcome = Outcome(result.text, result.reward, result.done, result.data)
-            except SQLEnvError as error:  # the in-process door raises what others report
-                outcome = Outcome(f"Error: {error}", 0.0, True, {"error": "episode_finished"})
-            outcomes.append(
-                replace(
-                    outcome,
-                    text=masked(outcome.text, start.episode_id),
-                    data=comparable_data(outcome.data),
-                )
-            )
+            result = door.step(start.episode_id, tool, arguments)
+            text = masked(result.text, start.episode_id)
+            data = comparable_data(result.data, start.episode_id)
+            outcomes.append(Outcome(text, result.reward, result.done, data))
         door.end(start.episode_id)
         episodes.append(outcomes)
     return episodes
 
 
 def replay_trl(spec, scripts: list[Script]) -> list[list[Outcome]]:
-    manager = open_sessions(spec.data_dir, split=spec.split, cache_dir=spec.cache_dir)
+    manager = open_sessions(spec.settings)
     environment = SQLEnvTRL(manager)
     episodes = []
     for script in scripts:
@@ -111,7 +104,8 @@ def differences(reference: list[list[Outcome]], other: list[list[Outcome]], scri
 
 def test_five_doors_agree_on_300_scripted_episodes(dev_door_spec, capfd):
     with opened(dev_door_spec, "inprocess") as door:
-        scripts = all_scripts(door, dev_door_spec.split, dev_door_spec.max_steps)
+        settings = dev_door_spec.settings
+        scripts = all_scripts(door, settings.split, settings.max_steps)
         reference = replay_door(door, scripts)
     assert len(scripts) == 300
     results = {"inprocess": reference}

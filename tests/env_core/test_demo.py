@@ -1,7 +1,7 @@
 from collections import Counter
 
 from env_core.demo import demo_data_dir
-from env_core.scripted import play_scripted
+from env_core.oracle import play_oracle
 from env_core.sessions import SessionConfig, SessionManager
 
 
@@ -21,11 +21,11 @@ def test_demo_catalog_covers_every_kind_of_question(demo_catalog):
     assert any(len(set(q.gold.rows)) < len(q.gold.rows) for q in questions)
 
 
-def test_scripted_player_solves_every_demo_question(demo_catalog):
+def test_the_oracle_solves_every_demo_question(demo_catalog):
     sessions = SessionManager(demo_catalog, SessionConfig(split="dev"))
     for question in demo_catalog.questions("dev"):
         episode = sessions.create(question_id=question.id)
-        play_scripted(episode)
+        play_oracle(episode)
         assert episode.correct, question.id
         sessions.close(episode.episode_id)
 

@@ -1,8 +1,8 @@
 import pytest
 
 from env_core.errors import EpisodeFinishedError
+from env_core.oracle import play_oracle
 from env_core.rewards import RewardConfig
-from env_core.scripted import play_scripted
 from env_core.sessions import SessionConfig, SessionManager
 
 DEV = "dev_without_wta_1"
@@ -62,14 +62,6 @@ def test_errors_are_results_that_cost_a_step(episode):
     assert episode.steps_used == 3 and episode.budget_left == 2
 
 
-def test_unknown_tool_is_an_error_result(episode):
-    result = episode.call("drop", {"table": "singer"})
-    assert result.data == {
-        "error": "invalid_argument",
-        "message": "unknown tool 'drop'; tools are: answer, describe, query, sample",
-    }
-
-
 def test_correct_answer_ends_the_episode_with_the_terminal_reward(episode):
     episode.call("query", {"sql": "SELECT count(*) FROM singer"})
     result = episode.call("answer", {"value": "6"})
@@ -109,13 +101,13 @@ def test_total_reward_is_the_sum_of_step_rewards(episode):
 def test_sparse_profile_rewards_only_the_answer(spider_catalog):
     config = SessionConfig(split=DEV, rewards=RewardConfig.profile("sparse"))
     episode = SessionManager(spider_catalog, config).create(question_id=SINGER_COUNT)
-    play_scripted(episode)
+    play_oracle(episode)
     assert [step.result.reward for step in episode.history][:-1] == [0.0] * (episode.steps_used - 1)
     assert episode.total_reward == 1.0
 
 
-def test_scripted_player_answers_correctly(episode):
-    play_scripted(episode)
+def test_the_oracle_answers_correctly(episode):
+    play_oracle(episode)
     assert episode.correct is True
     assert [step.tool for step in episode.history] == ["describe", "query", "answer"]
 

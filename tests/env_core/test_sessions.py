@@ -2,6 +2,7 @@ import threading
 
 import pytest
 
+from env_core.episode import refusal
 from env_core.errors import CapacityError, EpisodeFinishedError, UnknownEpisodeError
 from env_core.sessions import SessionConfig, SessionManager
 
@@ -18,7 +19,7 @@ class FakeClock:
 
 @pytest.fixture
 def manager(spider_catalog):
-    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, max_sessions=8))
+    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, max_episodes=8))
     yield sessions
     sessions.shutdown()
 
@@ -73,8 +74,13 @@ def test_unknown_and_closed_episodes(manager):
     episode = manager.create(seed=1)
     assert manager.close(episode.episode_id)
     assert not manager.close(episode.episode_id)
-    with pytest.raises(UnknownEpisodeError, match="start a new episode"):
-        manager.step(episode.episode_id, "describe", {"table": "x"})
+    refused = manager.step(episode.episode_id, "describe", {"table": "x"})
+    assert refused == refusal("describe", UnknownEpisodeError(refused.data["message"]))
+    assert refused.refused and refused.done and refused.reward == 0
+    assert refused.data["error"] == "unknown_episode"
+    assert (
+        refused.text.startswith("Error: no open episode") and "start a new episode" in refused.text
+    )
     with pytest.raises(UnknownEpisodeError):
         manager.get("no-such-id")
 
@@ -82,9 +88,22 @@ def test_unknown_and_closed_episodes(manager):
 def test_finished_episode_rejects_further_calls(manager):
     episode = manager.create(seed=1)
     manager.step(episode.episode_id, "answer", {"value": "no idea"})
-    with pytest.raises(EpisodeFinishedError, match="was answered"):
-        manager.step(episode.episode_id, "query", {"sql": "SELECT 1"})
+    refused = manager.step(episode.episode_id, "query", {"sql": "SELECT 1"})
+    assert refused.refused and refused.done and refused.data["error"] == "episode_finished"
+    assert "was answered" in refused.text
     assert episode.steps_used == 1
+    with pytest.raises(EpisodeFinishedError, match="was answered"):
+        episode.call("query", {"sql": "SELECT 1"})
+
+
+def test_an_unknown_tool_is_refused_without_spending_a_step(manager):
+    episode = manager.create(seed=1)
+    refused = manager.step(episode.episode_id, "drop", {"table": "singer"})
+    assert refused.data == {
+        "error": "unknown_tool",
+        "message": "unknown tool 'drop'; tools are: answer, describe, query, sample",
+    }
+    assert refused.refused and not refused.done and episode.steps_used == 0
 
 
 def test_idle_episodes_are_reaped_after_the_ttl(spider_catalog):
@@ -119,7 +138,7 @@ def test_background_reaper_closes_idle_episodes(spider_catalog):
 
 
 def test_eight_threads_two_hundred_episodes_each_without_cross_talk(spider_catalog):
-    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, max_sessions=64))
+    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, max_episodes=64))
     failures: list[str] = []
 
     def worker(thread: int) -> None:

@@ -16,7 +16,7 @@ from evals import evaluate, open_door
 from evals.llm.hf_chat import HFChatPolicy
 from evals.llm.settings import GenerationSettings
 from evals.local_server import LocalServer, free_port
-from evals.records import RunFolder
+from evals.run_folder import RunFolder
 from training.config import load_config, tiny_config
 from training.sft import run_sft
 
@@ -27,7 +27,8 @@ GENERATION = GenerationSettings(temperature=0.0, max_new_tokens=96)
 
 @pytest.fixture(scope="module")
 def demo_spec(dev_door_spec):
-    return dataclasses.replace(dev_door_spec, data_dir=None, split="dev")
+    settings = dev_door_spec.settings.replace(data_dir=None, split="dev")
+    return dataclasses.replace(dev_door_spec, settings=settings)
 
 
 @pytest.fixture(scope="module")
@@ -89,11 +90,10 @@ def test_the_openai_policy_plays_through_a_real_local_server(
 
         out = tmp_path / "run"
         policy = ["--policy", "openai", "--base-url", f"{server.url}/v1", "--model", "tiny"]
-        data = ["--split", demo_spec.split]
+        data = demo_spec.settings.arguments()
         run = ["--episodes", str(EPISODES), "--seed", str(SEED), "--out", str(out)]
         tokens = ["--max-new-tokens", str(GENERATION.max_new_tokens)]
-        cache = ["--cache-dir", demo_spec.cache_dir, "--no-progress"]
-        code = sqlenv(["eval", *policy, *data, *run, *tokens, *cache])
+        code = sqlenv(["eval", *policy, *data, *run, *tokens, "--no-progress"])
     finally:
         server.stop()
     assert code == 0

@@ -4,7 +4,7 @@ import pytest
 
 from evals.metrics import Summary, wilson_interval
 from evals.plan import plan_episodes
-from evals.runner import EpisodeRecord, StepRecord
+from evals.play import EpisodeRecord, StepRecord
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from matplotlib.image import imread
 
 from env_core.cli import main as sqlenv
 from evals import plots
-from evals.runs import Run
+from evals.run_folder import Run
 
 EPISODES = 60
 PLOTS = ("success_by_hardness", "steps_distribution", "reward_distribution", "tool_use")
@@ -19,9 +19,9 @@ def run_folders(dev_door_spec, tmp_path_factory):
     folders = {}
     for policy in ("oracle", "random"):
         out = tmp_path_factory.mktemp(policy)
-        data = ["--data-dir", dev_door_spec.data_dir, "--cache-dir", dev_door_spec.cache_dir]
+        data = dev_door_spec.settings.arguments()
         run = ["--episodes", str(EPISODES), "--seed", "2", "--out", str(out), "--no-progress"]
-        code = sqlenv(["eval", "--policy", policy, "--split", dev_door_spec.split, *data, *run])
+        code = sqlenv(["eval", "--policy", policy, *data, *run])
         assert code == 0
         folders[policy] = out
     return folders

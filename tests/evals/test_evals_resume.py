@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from evals import RandomPolicy, evaluate, open_door
-from evals.records import RunFolder
+from evals.run_folder import RunFolder
 
 EPISODES = 300
 SEED = 3
@@ -25,12 +25,7 @@ def eval_command(spec, out: Path, *extra: str, episodes: int = EPISODES) -> list
         "eval",
         "--policy",
         "random",
-        "--data-dir",
-        spec.data_dir,
-        "--cache-dir",
-        spec.cache_dir,
-        "--split",
-        spec.split,
+        *spec.settings.arguments(),
         "--episodes",
         str(episodes),
         "--seed",

@@ -13,7 +13,7 @@ def anyio_backend():
 def manager(spider_catalog):
     from env_core.sessions import SessionConfig, SessionManager
 
-    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, max_sessions=32))
+    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, max_episodes=32))
     yield sessions
     sessions.shutdown()
 

@@ -55,8 +55,9 @@ def test_a_killed_client_has_its_episode_reclaimed_within_the_ttl(http_server):
     client.send_signal(signal.SIGKILL)
     client.wait()
     assert wait_for(lambda: server.health()["episodes"]["active"] == 0, timeout_s=2 + 5)
+    # Reaped with the episode, or closed with the connection the SDK ends after as long idle.
     episodes = server.health()["episodes"]
-    assert (episodes["reaped"], episodes["steps"]) == (1, 1)
+    assert (episodes["reaped"] + episodes["closed"], episodes["steps"]) == (1, 1)
 
 
 async def test_after_a_restart_clients_get_a_clear_error_and_can_start_again(http_server):

@@ -3,7 +3,7 @@ and in evaluation with `--policy hf` and `--policy openai`, with the tiny local 
 template (Qwen3's, which TRL swaps for its training template while it trains) and with Qwen2.5's.
 
 Every path runs for real and the model's `generate` records what it is given: GRPOTrainer with
-`environment_factory`, the HF policy through `evals.runner.run_episode`, and the OpenAI policy
+`environment_factory`, the HF policy through `evals.play.play_episode`, and the OpenAI policy
 through HTTP to the local OpenAI-compatible server (`evals.llm.serve`) loading the same model.
 """
 
@@ -22,13 +22,14 @@ from trl.chat_template_utils import qwen2_5_chat_template
 
 from adapters.trl import SQLEnvTRL, environment_factory
 from env_core.contract import INSTRUCTIONS, chat_tools, opening_messages
+from env_core.settings import Settings
 from env_core.tools import TOOLS
 from evals.doors import DoorSpec, InProcessDoor
 from evals.llm.hf_chat import HFChatPolicy
 from evals.llm.openai_chat import OpenAIChatPolicy
 from evals.llm.serve import build_app
 from evals.plan import EpisodeTask
-from evals.runner import run_episode
+from evals.play import play_episode
 from training.datasets import task_dataset
 from training.tiny import build_tiny
 from training.transcripts import oracle_transcript, tool_schemas
@@ -114,8 +115,9 @@ def grpo_first_turn(model_dir, spider_manager, question, tmp_path) -> list[int]:
 def policy_first_turn(policy, spider_dir, cache_dir, question, monkeypatch, tokenizer) -> list[int]:
     turns = FirstTurns(tokenizer)
     monkeypatch.setattr(Qwen3ForCausalLM, "generate", lambda _model, *a, **kw: turns(*a, **kw))
-    door = InProcessDoor(DoorSpec("inprocess", str(spider_dir), DEV, str(cache_dir)))
-    run_episode(door, policy, EpisodeTask(0, question.id), seed=0)
+    settings = Settings(data_dir=str(spider_dir), split=DEV, cache_dir=str(cache_dir))
+    door = InProcessDoor(DoorSpec("inprocess", settings))
+    play_episode(door, policy, EpisodeTask(0, question.id), seed=0)
     door.close()
     return turns.prompts[0]
 

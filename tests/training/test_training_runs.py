@@ -43,8 +43,7 @@ def test_tiny_grpo_entry_point_trains_on_spider_questions(spider_dir, cache_dir,
         base,
         name_or_path=None,
         tiny=True,
-        data_dir=str(spider_dir),
-        split="dev_without_wta_1",
+        settings=base.settings.replace(data_dir=str(spider_dir), split="dev_without_wta_1"),
         limit=4,
         trainer={
             **base.trainer,
@@ -102,8 +101,7 @@ def test_tiny_sft_entry_point_saves_a_model_grpo_recognises(spider_dir, tmp_path
     base = load_config(tiny_config("sft"))
     config = dataclasses.replace(
         base,
-        data_dir=str(spider_dir),
-        split="dev_without_wta_1",
+        settings=base.settings.replace(data_dir=str(spider_dir), split="dev_without_wta_1"),
         limit=4,
         trainer={**base.trainer, "output_dir": str(tmp_path), "max_steps": 2},
     )

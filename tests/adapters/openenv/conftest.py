@@ -9,24 +9,24 @@ from typing import Any
 import pytest
 from openenv_testing import SPIDER_SPLIT, running_server
 
-from adapters.openenv.server import ServerSettings
+from env_core.settings import Settings
 
 
 @pytest.fixture(scope="session")
-def spider_settings(spider_dir, cache_dir, spider_catalog) -> ServerSettings:
+def spider_settings(spider_dir, cache_dir, spider_catalog) -> Settings:
     # spider_catalog has prepared the split in cache_dir, so servers start warm.
-    return ServerSettings(data_dir=str(spider_dir), split=SPIDER_SPLIT, cache_dir=cache_dir)
+    return Settings(data_dir=str(spider_dir), split=SPIDER_SPLIT, cache_dir=str(cache_dir))
 
 
 @pytest.fixture(scope="module")
 def spider_server(spider_settings) -> Iterator[str]:
-    with running_server(replace(spider_settings, max_sessions=16)) as url:
+    with running_server(replace(spider_settings, max_episodes=16)) as url:
         yield url
 
 
 @pytest.fixture
 def start_server(spider_settings):
-    """Start a Spider server with other settings: `with start_server(max_sessions=2) as url:`."""
+    """Start a Spider server with other settings: `with start_server(max_episodes=2) as url:`."""
 
     def start(**changes: Any):
         return running_server(replace(spider_settings, **changes))

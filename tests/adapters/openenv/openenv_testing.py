@@ -1,4 +1,4 @@
-"""Helpers for the OpenEnv door's tests: a real uvicorn server, a scripted player over the client.
+"""Helpers for the OpenEnv door's tests: a real uvicorn server, the oracle over the client.
 
 Each server runs in a thread of the test process on a socket bound to a free port of
 127.0.0.1, and is told to exit (and joined) when the `with` block ends.
@@ -19,15 +19,16 @@ import pytest
 import uvicorn
 
 from adapters.openenv.client import SQLEnvClient
-from adapters.openenv.server import ServerSettings, build_app
+from adapters.openenv.server import build_app
 from env_core.catalog import Question
-from env_core.scripted import scripted_calls
+from env_core.oracle import oracle_calls
+from env_core.settings import Settings
 
 SPIDER_SPLIT = "dev_without_wta_1"
 
 
 @contextmanager
-def running_server(settings: ServerSettings, *, web: bool = False) -> Iterator[str]:
+def running_server(settings: Settings, *, web: bool = False) -> Iterator[str]:
     """Serve `build_app(settings)` with uvicorn; yields the base URL."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ENABLE_WEB_INTERFACE", "true" if web else "false")
@@ -51,14 +52,13 @@ def running_server(settings: ServerSettings, *, web: bool = False) -> Iterator[s
         listener.close()
 
 
-async def play_scripted(env: SQLEnvClient, question: Question, budget: int) -> list[Any]:
-    """Play the engine's scripted player (which knows the gold SQL) over the client."""
+async def play_oracle(env: SQLEnvClient, question: Question, budget: int) -> list[Any]:
+    """Play the oracle over the client: `env_core.calls.drive`, awaiting each call."""
     results = []
-    calls = scripted_calls(question, budget)
+    calls = oracle_calls(question, budget)
     call = next(calls)
     while True:
-        tool, arguments = call
-        result = await env.call(tool, **arguments)
+        result = await env.call(call.tool, **call.arguments)
         results.append(result)
         if result.done:
             return results

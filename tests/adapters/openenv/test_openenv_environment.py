@@ -17,9 +17,9 @@ from openenv.core.env_server.mcp_types import (
 
 from adapters.openenv.client import SQLAction
 from adapters.openenv.environment import SQLExploreEnvironment
-from adapters.openenv.server import ServerSettings
 from env_core.rewards import PROFILES
 from env_core.sessions import SessionConfig, SessionManager
+from env_core.settings import Settings
 from env_core.tools import TOOLS
 
 REPOSITORY = Path(__file__).resolve().parents[3]
@@ -28,7 +28,7 @@ BOOKS_BY_GENRE = "SELECT genre FROM books GROUP BY genre ORDER BY count(*) DESC 
 
 @pytest.fixture
 def manager(demo_catalog):
-    manager = SessionManager(demo_catalog, SessionConfig(max_sessions=4))
+    manager = SessionManager(demo_catalog, SessionConfig(max_episodes=4))
     yield manager
     manager.shutdown()
 
@@ -151,12 +151,11 @@ def test_manifest_reward_range_covers_every_profile():
 
 
 def test_server_settings_from_environment_variables():
-    assert ServerSettings.from_environment({}) == ServerSettings()
-    assert ServerSettings().max_sessions == 64 and ServerSettings().session_timeout_s > 0
-    settings = ServerSettings.from_environment(
-        {"MAX_CONCURRENT_ENVS": "256", "SQLENV_SESSION_TIMEOUT_S": "60", "SQLENV_SPLIT": "train"}
+    assert Settings.from_environment({}) == Settings()
+    settings = Settings.from_environment(
+        {"SQLENV_MAX_EPISODES": "512", "SQLENV_IDLE_TTL": "60", "SQLENV_SPLIT": "train"}
     )
-    assert (settings.max_sessions, settings.session_timeout_s, settings.split) == (256, 60, "train")
+    assert (settings.max_episodes, settings.idle_ttl_s, settings.split) == (512, 60, "train")
 
 
 def test_the_asgi_app_module_builds_from_environment_variables(monkeypatch, cache_dir):

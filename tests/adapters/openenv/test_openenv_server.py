@@ -11,12 +11,12 @@ from mcp.shared.memory import create_connected_server_and_client_session as conn
 from openenv.core import GenericEnvClient
 from openenv.core.env_server.mcp_types import CallToolAction
 from openenv.core.mcp_client import MCPToolClient
-from openenv_testing import SPIDER_SPLIT, play_scripted, served_record, step_record
+from openenv_testing import SPIDER_SPLIT, play_oracle, served_record, step_record
 
 from adapters.openenv.client import SQLAction, SQLEnvClient
 from env_core.answers import gold_as_json
 from env_core.factory import open_sessions
-from env_core.scripted import play_scripted as play_in_process
+from env_core.oracle import play_oracle as play_in_process
 from env_core.sessions import SessionConfig, SessionManager
 from env_core.tools import TOOLS
 from sqlenv_mcp.server import build_episode_server
@@ -33,7 +33,7 @@ async def test_full_episode_on_spider_dev(spider_server, spider_catalog):
         assert start.observation.text.startswith("Question: ")
 
         question = spider_catalog.question(f"{SPIDER_SPLIT}:1")
-        results = await play_scripted(env, question, start.observation.data["budget"])
+        results = await play_oracle(env, question, start.observation.data["budget"])
 
         *exploration, final = results
         assert all(r.observation.ok and not r.done for r in exploration)
@@ -84,16 +84,14 @@ async def test_tool_list_is_the_engine_definition(spider_server):
 
 
 async def test_same_text_data_and_rewards_as_the_engine(spider_server, spider_settings):
-    manager = open_sessions(
-        spider_settings.data_dir, split=SPIDER_SPLIT, cache_dir=spider_settings.cache_dir
-    )
+    manager = open_sessions(spider_settings)
     for seed in (3, 11):
         episode = manager.create(seed=seed)
         in_process = play_in_process(episode)
         async with SQLEnvClient(base_url=spider_server) as env:
             start = await env.reset(seed=seed)
             assert start.observation.text == episode.start.text
-            served = await play_scripted(env, episode.question, start.observation.data["budget"])
+            served = await play_oracle(env, episode.question, start.observation.data["budget"])
         assert [served_record(r) for r in served] == [
             step_record(r.text, r.data, r.reward, r.done) for r in in_process
         ]
@@ -143,7 +141,7 @@ async def test_same_seed_gives_same_question_and_rewards(spider_server, spider_c
         async with SQLEnvClient(base_url=spider_server) as env:
             start = await env.reset(seed=seed)
             question = spider_catalog.question((await env.state()).question_id)
-            steps = await play_scripted(env, question, start.observation.data["budget"])
+            steps = await play_oracle(env, question, start.observation.data["budget"])
             return question.id, [served_record(s) for s in steps]
 
     first, again, other = await run(42), await run(42), await run(43)
@@ -159,7 +157,7 @@ async def test_eight_concurrent_sessions_are_isolated(spider_server, spider_cata
             start = await env.reset(seed=seed)
             state = await env.state()
             question = spider_catalog.question(state.question_id)
-            steps = await play_scripted(env, question, start.observation.data["budget"])
+            steps = await play_oracle(env, question, start.observation.data["budget"])
             final_state = await env.state()
             outcomes[seed] = (state.episode_id, question.id, steps, final_state)
 
@@ -176,7 +174,7 @@ async def test_eight_concurrent_sessions_are_isolated(spider_server, spider_cata
 
 
 async def test_capacity_error_when_full(start_server):
-    with start_server(max_sessions=2) as url:
+    with start_server(max_episodes=2) as url:
         async with SQLEnvClient(base_url=url) as first, SQLEnvClient(base_url=url) as second:
             await first.reset(seed=1)
             await second.reset(seed=2)
@@ -198,7 +196,7 @@ async def wait_until_no_episodes(url: str) -> None:
 
 
 async def test_idle_session_is_reaped(start_server):
-    with start_server(session_timeout_s=1.0) as url:
+    with start_server(idle_ttl_s=1.0) as url:
         async with SQLEnvClient(base_url=url) as idle:
             await idle.reset(seed=1)
             # OpenEnv's reaper looks every max(timeout / 4, 5 s) and closes the episode.

@@ -6,15 +6,15 @@ import pytest
 from openenv_testing import running_server
 from web_player import browser_page, play_gold_episode
 
-from adapters.openenv.server import ServerSettings
 from env_core.demo import demo_data_dir
+from env_core.settings import Settings
 
 QUESTION = "dev:15"
 
 
 @pytest.fixture(scope="module")
 def web_url(cache_dir):
-    settings = ServerSettings(data_dir=str(demo_data_dir(cache_dir)), cache_dir=cache_dir)
+    settings = Settings(data_dir=str(demo_data_dir(cache_dir)), cache_dir=str(cache_dir))
     with running_server(settings, web=True) as url:
         yield url
 

@@ -8,8 +8,9 @@ import pytest
 from transformers.utils import get_json_schema
 
 from adapters.trl import SQLEnvTRL, environment_factory, episode_reward, tool_methods
+from env_core.calls import ToolCall, drive
 from env_core.executor import ExecutorLimits
-from env_core.scripted import scripted_calls
+from env_core.oracle import oracle_calls
 from env_core.sessions import SessionManager
 from env_core.tools import TOOLS, TOOLS_BY_NAME
 
@@ -36,19 +37,25 @@ def test_tool_schema_matches_the_engine_tool(spider_manager, spec):
 
 def _mixed_calls(question, budget):
     """Every kind of call: a sample, fixable mistakes and a repeat, then the oracle's calls."""
-    oracle = scripted_calls(question, budget - 4)
-    tool, arguments = next(oracle)
-    table = arguments["table"] if tool == "describe" else "no_such_table"
-    yield "sample", {"table": table, "n": 2}
-    yield "describe", {"table": "no_such_table"}
-    yield "query", {"sql": "SELEC 1"}
-    yield "sample", {"table": table, "n": 2}
-    while True:
-        result = yield tool, arguments
-        try:
-            tool, arguments = oracle.send(result)
-        except StopIteration:
-            return
+    oracle = oracle_calls(question, budget - 4)
+    first = next(oracle)
+    table = first.arguments["table"] if first.tool == "describe" else "no_such_table"
+    yield ToolCall("sample", {"table": table, "n": 2})
+    yield ToolCall("describe", {"table": "no_such_table"})
+    yield ToolCall("query", {"sql": "SELEC 1"})
+    yield ToolCall("sample", {"table": table, "n": 2})
+    result = yield first
+    yield from _forward(oracle, result)
+
+
+def _forward(player, result):
+    """The rest of a started player's calls."""
+    try:
+        call = player.send(result)
+        while True:
+            call = player.send((yield call))
+    except StopIteration:
+        return
 
 
 def test_same_episode_through_trl_and_engine_gives_same_text_and_rewards(
@@ -59,13 +66,14 @@ def test_same_episode_through_trl_and_engine_gives_same_text_and_rewards(
         trl_opening = environment.reset(question_id=question.id, prompt=[], db_id=question.db_id)
         direct = spider_manager.create(question_id=question.id)
         assert trl_opening == direct.start.text
-        calls = _mixed_calls(question, direct.budget_left)
-        engine_result = None
-        while not direct.done:
-            tool, arguments = calls.send(engine_result)
-            engine_result = spider_manager.step(direct.episode_id, tool, arguments)
-            assert getattr(environment, tool)(**arguments) == engine_result.text
+
+        def both(call, direct=direct):
+            engine_result = spider_manager.step(direct.episode_id, call.tool, call.arguments)
+            assert getattr(environment, call.tool)(**call.arguments) == engine_result.text
             assert environment.episode.total_reward == direct.total_reward
+            return engine_result
+
+        drive(_mixed_calls(question, direct.budget_left), both, direct.budget_left)
         assert direct.correct is True
         assert environment.get_reward() == direct.total_reward
         assert episode_reward([environment]) == [direct.total_reward]

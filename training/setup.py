@@ -58,14 +58,10 @@ def load_run(arguments: argparse.Namespace, stage: str) -> RunConfig:
 
 
 def open_run(config: RunConfig) -> RunSetup:
-    manager = open_sessions(
-        config.data_dir,
-        split=config.split,
-        max_steps=config.max_steps,
-        reward_profile=config.reward_profile,
-        max_sessions=4096,
-    )
-    questions = choose_questions(manager.catalog, config.split, config.limit, config.seed)
+    # Every rollout of a generation batch holds an episode at once.
+    manager = open_sessions(config.settings, max_episodes=4096)
+    split = config.settings.split
+    questions = choose_questions(manager.catalog, split, config.limit, config.seed)
     return RunSetup(config, manager, questions)
 
 

@@ -20,7 +20,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 
 from env_core.episode import EpisodeStart, ToolResult
-from evals.doors import DoorSpec, with_url
+from env_core.errors import error_from
+from evals.doors.spec import DoorSpec
 from evals.local_server import LocalServer, free_port
 
 # Results still carry structuredContent; without output schemas the SDK client skips a
@@ -46,7 +47,7 @@ class MCPDoor:
 
     def _transport(self):
         if self.spec.kind == "mcp-stdio":
-            command = ["-m", "sqlenv_mcp", *SERVER_FLAGS, *self.spec.server_args()]
+            command = ["-m", "sqlenv_mcp", *SERVER_FLAGS, *self.spec.server_arguments()]
             params = StdioServerParameters(
                 command=sys.executable, args=command, env={"PATH": os.environ.get("PATH", "")}
             )
@@ -55,7 +56,7 @@ class MCPDoor:
         if url is None:
             port = free_port()
             command = [sys.executable, "-m", "sqlenv_mcp", "--transport", "http"]
-            command += ["--port", str(port), *SERVER_FLAGS, *self.spec.server_args()]
+            command += ["--port", str(port), *SERVER_FLAGS, *self.spec.server_arguments()]
             self._server = LocalServer(command, port, "/healthz")
             url = self._server.url
         return streamable_http_client(f"{url}/mcp")
@@ -71,9 +72,9 @@ class MCPDoor:
 
     def start(self, question_id: str) -> EpisodeStart:
         result = self._call("start_episode", {"question_id": question_id})
-        if result.isError:
-            raise RuntimeError(f"start_episode failed: {_text(result)}")
         started = result.structuredContent or {}
+        if result.isError:
+            raise error_from(started.get("error") or {"message": _text(result)})
         return EpisodeStart(
             started["episode_id"],
             started["question"],
@@ -105,7 +106,7 @@ class MCPDoor:
         self._call("end_episode", {"episode_id": episode_id})
 
     def worker_spec(self) -> DoorSpec:
-        return with_url(self.spec, self._server.url) if self._server else self.spec
+        return self.spec.at(self._server.url) if self._server else self.spec
 
     def close(self) -> None:
         while self._entered:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from env_core.calls import drive
 from env_core.episode import ToolResult
 from evals.doors import Door
 from evals.plan import EpisodeTask
@@ -56,27 +57,23 @@ class EpisodeRecord:
         return cls(**{**raw, "steps": steps})
 
 
-def run_episode(door: Door, policy: Policy, task: EpisodeTask, seed: int) -> EpisodeRecord:
+def play_episode(door: Door, policy: Policy, task: EpisodeTask, seed: int) -> EpisodeRecord:
+    """Play one planned episode of `policy` through `door` and record it."""
     question = door.catalog.question(task.question_id)
     start = door.start(task.question_id)
     context = EpisodeContext(start, question, task.rng(seed))
-    steps: list[StepRecord] = []
-    last: ToolResult | None = None
     try:
-        calls = policy.play(context)
-        call = next(calls)
-        # Calls rejected before reaching the engine spend no step; the cap keeps a policy that
-        # repeats them from looping forever.
-        while len(steps) < 2 * start.budget:
-            last = door.step(start.episode_id, call.tool, call.arguments)
-            steps.append(StepRecord.of(call.arguments, last))
-            if last.done:
-                break
-            call = calls.send(last)
-    except StopIteration:
-        pass
+        # Calls the episode does not take spend no step; the cap keeps a policy that repeats
+        # them from looping forever.
+        made = drive(
+            policy.play(context),
+            lambda call: door.step(start.episode_id, call.tool, call.arguments),
+            max_calls=2 * start.budget,
+        )
     finally:
         door.end(start.episode_id)
+    steps = [StepRecord.of(call.arguments, result) for call, result in made]
+    last = made[-1][1] if made else None
     answered = last is not None and last.tool == "answer" and last.ok
     return EpisodeRecord(
         index=task.index,

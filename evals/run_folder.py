@@ -1,20 +1,23 @@
 """A run's folder: `run.json` (what was run), `episodes.jsonl` (one finished episode a line),
 `summary.json` (the statistics). Episodes are appended and synced as they finish, so a run that
-is killed loses at most the episodes in flight, and a restart skips the finished ones.
+is killed loses at most the episodes in flight, and a restart skips the finished ones. A
+finished run is read back from its folder as a `Run`, for reports and comparisons.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evals.runner import EpisodeRecord
+from evals.metrics import Summary
+from evals.play import EpisodeRecord
 
 # What must match for a restarted run to reuse finished episodes. The episode count may grow:
 # a shorter run's plan is a prefix of a longer one's. The door may change: doors agree.
-RESUME_KEYS = ("policy", "split", "seed", "data_dir", "max_steps")
+RESUME_KEYS = ("policy", "split", "seed", "data_dir", "max_steps", "reward_profile")
 
 
 class ResumeMismatchError(ValueError):
@@ -72,3 +75,26 @@ class RunFolder:
             for record in sorted(records, key=lambda r: r.index):
                 out.write(json.dumps(record.to_dict()) + "\n")
         partial.replace(self.episodes_file)
+
+
+@dataclass(frozen=True)
+class Run:
+    label: str
+    config: dict[str, Any]
+    summary: Summary
+    records: list[EpisodeRecord]
+
+    @classmethod
+    def load(cls, path: str | Path, label: str | None = None) -> Run:
+        folder = RunFolder(path)
+        if not folder.config_file.is_file():
+            raise FileNotFoundError(f"{path} is not a run folder: it has no run.json")
+        config = folder.read_config()
+        # A run resumed with fewer episodes keeps the extra ones in the file, unused.
+        finished = folder.read_episodes()
+        records = [finished[i] for i in sorted(finished) if i < config["episodes"]]
+        return cls(label or _default_label(config), config, Summary.of(records), records)
+
+
+def _default_label(config: dict[str, Any]) -> str:
+    return f"{config['policy']} ({config['door']})"

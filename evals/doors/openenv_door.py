@@ -14,7 +14,8 @@ from openenv.core.env_server.mcp_types import CallToolAction
 
 from adapters.openenv.client import SQLEnvClient
 from env_core.episode import EpisodeStart, ToolResult
-from evals.doors import DoorSpec, with_url
+from env_core.errors import error_from
+from evals.doors.spec import DoorSpec
 from evals.local_server import LocalServer, free_port
 
 
@@ -27,7 +28,7 @@ class OpenEnvDoor:
         if url is None:
             port = free_port()
             command = [sys.executable, "-m", "adapters.openenv.server", "--port", str(port)]
-            self._server = LocalServer(command + spec.server_args(), port, "/health")
+            self._server = LocalServer(command + spec.server_arguments(), port, "/health")
             url = self._server.url
         try:
             self._client = SQLEnvClient(base_url=url).sync()
@@ -38,7 +39,7 @@ class OpenEnvDoor:
     def start(self, question_id: str) -> EpisodeStart:
         observation = self._client.reset(question_id=question_id).observation
         if observation.error:
-            raise RuntimeError(f"reset failed: {observation.error}")
+            raise error_from(observation.data)
         data = observation.data
         return EpisodeStart(
             observation.episode_id,
@@ -52,18 +53,20 @@ class OpenEnvDoor:
     def step(self, episode_id: str, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
         result = self._client.step(CallToolAction(tool_name=tool, arguments=dict(arguments)))
         observation = result.observation
-        if observation.error:  # refused before reaching the episode: no step was spent
-            data = {"error": "invalid_call", "message": observation.error}
-            return ToolResult(tool, False, observation.text, data, 0.0, result.done)
         return ToolResult(
-            tool, observation.ok, observation.text, observation.data, result.reward, result.done
+            tool,
+            observation.ok,
+            observation.text,
+            observation.data,
+            result.reward,
+            result.done,
         )
 
     def end(self, episode_id: str) -> None:
         pass
 
     def worker_spec(self) -> DoorSpec:
-        return with_url(self.spec, self._server.url) if self._server else self.spec
+        return self.spec.at(self._server.url) if self._server else self.spec
 
     def close(self) -> None:
         client = getattr(self, "_client", None)

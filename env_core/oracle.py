@@ -1,0 +1,40 @@
+"""The oracle: a player that knows the gold SQL. It explores the tables the gold reads, runs
+the gold through the query tool (page by page when the result is truncated) and answers with
+the rows it saw. It uses every tool the way an agent would, so `sqlenv play`, the tests, the
+SFT transcripts and the evaluation harness can play whole episodes without a model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from env_core.calls import Play, ToolCall, drive
+from env_core.catalog import Question
+from env_core.episode import Episode, ToolResult
+from env_core.sql_analysis import referenced_tables
+
+PAGE_ROWS = 20
+
+
+def oracle_calls(question: Question, budget: int) -> Play:
+    """Explore while the budget allows, keeping steps for the gold query and the answer."""
+    pages_needed = -(-len(question.gold.rows) // PAGE_ROWS)
+    spare = budget - pages_needed - 1
+    for table in referenced_tables(question.sql)[: max(0, spare)]:
+        yield ToolCall("describe", {"table": table})
+    rows: list[list[Any]] = []
+    for page in range(pages_needed):
+        sql = question.sql.strip().rstrip(";")
+        if pages_needed > 1:
+            sql = f"SELECT * FROM ({sql}) LIMIT {PAGE_ROWS} OFFSET {page * PAGE_ROWS}"
+        result = yield ToolCall("query", {"sql": sql})
+        rows.extend(result.data.get("rows", []))
+    yield ToolCall("answer", {"value": json.dumps(rows)})
+
+
+def play_oracle(episode: Episode) -> list[ToolResult]:
+    """Play an episode to its end with the oracle; returns each step's result."""
+    calls = oracle_calls(episode.question, episode.budget_left)
+    made = drive(calls, lambda call: episode.call(call.tool, call.arguments), episode.budget_left)
+    return [result for _, result in made]

@@ -1,0 +1,327 @@
+"""Every setting of the engine and its servers, each with one default, one flag and one
+`SQLENV_*` environment variable, shared by every command, door and training config.
+
+A value comes from the command line, else from the environment variable, else the default:
+
+    --max-steps 20    SQLENV_MAX_STEPS=20    (default 15)
+
+The variable of a setting is its flag in capitals, `SQLENV_` in front: `--idle-ttl` is
+`SQLENV_IDLE_TTL`. Training configs name settings by their field (`max_steps = 20`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from env_core.rewards import PROFILES
+
+GROUPS = ("data", "episodes", "sql", "server")
+
+
+def _whole(low: int, high: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        stripped = text.strip()
+        if not stripped.lstrip("-").isdigit():
+            raise ValueError(f"{text!r} is not a whole number")
+        value = int(stripped)
+        if value < low or (high is not None and value > high):
+            limit = f"from {low} to {high}" if high is not None else f"at least {low}"
+            raise ValueError(f"{value} is out of range: give a whole number {limit}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{text} is out of range: give a number of seconds above 0")
+    return value
+
+
+def _switch(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("1", "true", "yes", "0", "false", "no", ""):
+        raise ValueError(f"{text!r} is not true or false")
+    return lowered in ("1", "true", "yes")
+
+
+def _text(text: str) -> str:
+    return text
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one setting is given: its flag (and so its variable), parser, group and help."""
+
+    field: str
+    flag: str
+    parse: Callable[[str], Any]
+    group: str
+    help: str
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    shown_default: str | None = None  # for a default that is not a value (None)
+
+    @property
+    def variable(self) -> str:
+        return "SQLENV_" + self.flag.removeprefix("--").replace("-", "_").upper()
+
+
+@dataclass(frozen=True)
+class Settings:
+    # data
+    data_dir: str | None = None
+    cache_dir: str | None = None
+    split: str = "dev"
+    # episodes
+    max_steps: int = 15
+    reward_profile: str = "shaped"
+    max_episodes: int = 256
+    max_episodes_per_client: int = 32
+    idle_ttl_s: float = 900.0
+    route_by_episode_id: bool = False
+    # sql
+    query_timeout_s: float = 2.0
+    max_rows: int = 20
+    sql_workers: int = 4
+    sql_memory_mb: int = 64
+    # server
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_connections_per_client: int = 64
+    idle_connection_timeout_s: float = 120.0
+    log_level: str = "warning"
+
+    def __post_init__(self) -> None:
+        for option in OPTIONS:
+            value = getattr(self, option.field)
+            if value is not None and not isinstance(value, bool):
+                _parsed(option, str(value), option.flag)
+
+    def replace(self, **changes: Any) -> Settings:
+        """These settings with some changed; unknown names are an error."""
+        unknown = sorted(set(changes) - {field.name for field in fields(self)})
+        if unknown:
+            raise ValueError(f"unknown settings: {', '.join(unknown)}")
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] = os.environ) -> Settings:
+        """The defaults, with every `SQLENV_*` variable that is set applied."""
+        changes = {}
+        for option in OPTIONS:
+            if option.variable in environ:
+                changes[option.field] = _parsed(option, environ[option.variable], option.variable)
+        return cls(**changes)
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], where: str) -> Settings:
+        """Settings named by field, as a training config's [env] table gives them."""
+        known = {option.field for option in OPTIONS}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(
+                f"{where}: unknown settings {', '.join(unknown)}; settings are: "
+                f"{', '.join(sorted(known))}"
+            )
+        return cls.from_environment().replace(**values)
+
+    @classmethod
+    def from_arguments(cls, args: argparse.Namespace) -> Settings:
+        """The settings a parser built by `add_arguments` read (absent groups: defaults and
+        environment)."""
+        base = cls.from_environment()
+        return base.replace(
+            **{o.field: getattr(args, o.field) for o in OPTIONS if hasattr(args, o.field)}
+        )
+
+    def arguments(self, groups: Iterable[str] = ("data", "episodes", "sql")) -> list[str]:
+        """Command-line flags that give another process exactly these settings (whatever its
+        environment holds)."""
+        flags: list[str] = []
+        for option in OPTIONS:
+            value = getattr(self, option.field)
+            if option.group not in groups or value is None:
+                continue
+            if isinstance(value, bool):
+                flags.append(option.flag if value else f"--no-{option.flag[2:]}")
+            else:
+                flags += [option.flag, str(value)]
+        return flags
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "data_dir",
+        "--data-dir",
+        _text,
+        "data",
+        "Spider-format data directory",
+        "DIR",
+        shown_default="the embedded demo",
+    ),
+    Option(
+        "cache_dir",
+        "--cache-dir",
+        _text,
+        "data",
+        "catalog cache",
+        "DIR",
+        shown_default="~/.cache/sqlenv",
+    ),
+    Option("split", "--split", _text, "data", "question split to serve", "NAME"),
+    Option("max_steps", "--max-steps", _whole(1, 1000), "episodes", "step budget per episode", "N"),
+    Option(
+        "reward_profile",
+        "--reward-profile",
+        _text,
+        "episodes",
+        "reward profile",
+        choices=tuple(sorted(PROFILES)),
+    ),
+    Option("max_episodes", "--max-episodes", _whole(1), "episodes", "episodes open at once", "N"),
+    Option(
+        "max_episodes_per_client",
+        "--max-episodes-per-client",
+        _whole(1),
+        "episodes",
+        "episodes one client (remote address) may hold open at once",
+        "N",
+    ),
+    Option(
+        "idle_ttl_s",
+        "--idle-ttl",
+        _seconds,
+        "episodes",
+        "seconds before an idle episode (and its connection) is closed",
+        "SECONDS",
+    ),
+    Option(
+        "route_by_episode_id",
+        "--route-by-episode-id",
+        _switch,
+        "episodes",
+        "let any connection act on an episode by its id, not only the one that started it",
+    ),
+    Option(
+        "query_timeout_s",
+        "--query-timeout",
+        _seconds,
+        "sql",
+        "seconds one query may run",
+        "SECONDS",
+    ),
+    Option("max_rows", "--max-rows", _whole(1, 1000), "sql", "rows shown per query", "N"),
+    Option(
+        "sql_workers",
+        "--sql-workers",
+        _whole(1, 64),
+        "sql",
+        "worker processes that run agent SQL; at most this many queries run at once",
+        "N",
+    ),
+    Option(
+        "sql_memory_mb",
+        "--sql-memory",
+        _whole(16, 65536),
+        "sql",
+        "memory one query may use, in MiB; a query that needs more is stopped",
+        "MIB",
+    ),
+    Option("host", "--host", _text, "server", "address to bind", "ADDRESS"),
+    Option("port", "--port", _whole(1, 65535), "server", "port to listen on", "PORT"),
+    Option(
+        "max_connections_per_client",
+        "--max-connections-per-client",
+        _whole(1),
+        "server",
+        "connections (MCP sessions, WebSockets) one client may hold open",
+        "N",
+    ),
+    Option(
+        "idle_connection_timeout_s",
+        "--idle-connection-timeout",
+        _seconds,
+        "server",
+        "seconds before an idle connection holding no episode is closed",
+        "SECONDS",
+    ),
+    Option(
+        "log_level",
+        "--log-level",
+        _text,
+        "server",
+        "log level; logs go to stderr",
+        choices=("debug", "info", "warning", "error"),
+    ),
+)
+OPTIONS_BY_FIELD = {option.field: option for option in OPTIONS}
+_DEFAULTS = {field.name: field.default for field in fields(Settings)}
+if set(OPTIONS_BY_FIELD) != set(_DEFAULTS):
+    raise RuntimeError("every setting needs exactly one option")
+
+
+def add_arguments(parser: argparse.ArgumentParser, groups: Iterable[str] = GROUPS) -> None:
+    """The flags of the given groups, their defaults read from the environment."""
+    for group_name in groups:
+        group = parser.add_argument_group(f"{group_name} settings")
+        for option in (o for o in OPTIONS if o.group == group_name):
+            default = _DEFAULTS[option.field]
+            if option.variable in os.environ:
+                try:
+                    default = _parsed(option, os.environ[option.variable], option.variable)
+                except ValueError as error:
+                    parser.error(str(error))
+            shown = option.shown_default if default is None else _shown(default)
+            help_text = f"{option.help} (default: {shown}; ${option.variable})"
+            if option.parse is _switch:
+                group.add_argument(
+                    option.flag,
+                    dest=option.field,
+                    action=argparse.BooleanOptionalAction,
+                    default=default,
+                    help=help_text,
+                )
+                continue
+            group.add_argument(
+                option.flag,
+                dest=option.field,
+                type=_argument_type(option),
+                default=default,
+                metavar=option.metavar,
+                choices=option.choices,
+                help=help_text,
+            )
+
+
+def _shown(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _argument_type(option: Option) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            return option.parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return parse
+
+
+def _parsed(option: Option, text: str, where: str) -> Any:
+    try:
+        value = option.parse(text)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    if option.choices and value not in option.choices:
+        raise ValueError(f"{where}: {value!r} is not one of {', '.join(option.choices)}")
+    return value

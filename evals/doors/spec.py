@@ -1,0 +1,62 @@
+"""What a door is, and what it takes to open one."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from env_core.catalog import Catalog
+from env_core.episode import EpisodeStart, ToolResult
+from env_core.factory import load_catalog
+from env_core.settings import Settings
+
+DOOR_KINDS = ("inprocess", "mcp-stdio", "mcp-http", "openenv")
+
+
+@dataclass(frozen=True)
+class DoorSpec:
+    """Everything needed to open a door, in a form that can be sent to worker processes.
+
+    `settings` are the environment's (data, episodes, SQL limits); a door that starts a server
+    starts it with them. `url` names a server that is already running (mcp-http, openenv);
+    without it the door starts its own server on a free 127.0.0.1 port.
+    """
+
+    kind: str = "inprocess"
+    settings: Settings = field(default_factory=Settings)
+    url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in DOOR_KINDS:
+            raise ValueError(f"unknown door {self.kind!r}; doors are: {', '.join(DOOR_KINDS)}")
+
+    def load_catalog(self) -> Catalog:
+        return load_catalog(self.settings)
+
+    def server_arguments(self) -> list[str]:
+        """The flags that give a server process this spec's settings."""
+        return self.settings.arguments()
+
+    def at(self, url: str) -> DoorSpec:
+        """The same environment, reached at a running server."""
+        return replace(self, url=url)
+
+
+class Door(Protocol):
+    """A way to the environment. `start` raises the engine's error (an `SQLEnvError`) when the
+    episode cannot start; `step` returns the engine's result, a refusal included."""
+
+    catalog: Catalog
+
+    def start(self, question_id: str) -> EpisodeStart: ...
+
+    def step(self, episode_id: str, tool: str, arguments: Mapping[str, Any]) -> ToolResult: ...
+
+    def end(self, episode_id: str) -> None: ...
+
+    def worker_spec(self) -> DoorSpec:
+        """A spec that worker processes open to reach the same environment."""
+        ...
+
+    def close(self) -> None: ...
