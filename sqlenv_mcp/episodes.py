@@ -1,14 +1,15 @@
 """Episode mode: the four tools plus start_episode/end_episode, one episode per connection.
 
-Each MCP connection (a stdio process, an HTTP session, an in-memory client) enters the server
-lifespan once in mcp 1.x, so the lifespan holds that connection's episodes and closes them when
-the connection ends. A connection's new episode ends its previous one, unless the client asks
-to keep several (at most `MAX_EPISODES_PER_CONNECTION`); every tool also takes an optional
-`episode_id` to act on one of them. Episodes are capped per client (remote address) by the
-session manager, and an episode answers only the connection that started it.
+Each MCP connection (a stdio process, an HTTP session, an in-memory client) holds its own
+episodes, closed when the connection ends (see `Connections`). A connection's new episode ends
+its previous one, unless the client asks to keep several (at most `MAX_EPISODES_PER_CONNECTION`);
+every tool also takes an optional `episode_id` to act on one of them. Episodes are capped per
+client (remote address) by the session manager, and an episode answers only the connection that
+started it.
 """
 
 import uuid
+import weakref
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -111,23 +112,47 @@ class ConnectionEpisodes:
 
 
 class Connections:
-    """The open connections of one server; over HTTP each is found by its MCP session id."""
+    """The open connections of one server, each found by its MCP session (over HTTP, also by
+    its session id).
+
+    A connection's episodes belong to its MCP session. They close when the session ends: with
+    the server lifespan, which the mcp 1.x SDK enters once per connection, else when the
+    session object is released; the episodes' idle TTL bounds both.
+    """
 
     def __init__(self, manager: SessionManager) -> None:
         self.manager = manager
+        self._by_session: weakref.WeakKeyDictionary[Any, ConnectionEpisodes] = (
+            weakref.WeakKeyDictionary()
+        )
         self._by_session_id: dict[str, ConnectionEpisodes] = {}
 
     def of(self, ctx: Context) -> ConnectionEpisodes:
-        """The calling connection, which learns its address and session id from its first
-        HTTP request."""
-        episodes: ConnectionEpisodes = ctx.request_context.lifespan_context
+        """The calling connection's episodes."""
+        episodes = self._by_session.get(ctx.session)
+        if episodes is None:
+            episodes = self._open(ctx)
+        return episodes
+
+    def _open(self, ctx: Context) -> ConnectionEpisodes:
+        episodes = ConnectionEpisodes(self.manager)
         request = ctx.request_context.request
-        if episodes.session_id is None and request is not None:
+        if request is not None:
             episodes.client = request.client.host if request.client else None
             episodes.session_id = request.headers.get("mcp-session-id")
-            if episodes.session_id is not None:
-                self._by_session_id[episodes.session_id] = episodes
+        if episodes.session_id is not None:
+            self._by_session_id[episodes.session_id] = episodes
+        self._by_session[ctx.session] = episodes
+        weakref.finalize(ctx.session, self._close, episodes)
+        lifetime = ctx.request_context.lifespan_context
+        if isinstance(lifetime, list):  # this connection's own lifespan (mcp 1.x)
+            lifetime.append(episodes)
         return episodes
+
+    def _close(self, episodes: ConnectionEpisodes) -> None:
+        episodes.close_all()
+        if episodes.session_id is not None:
+            self._by_session_id.pop(episodes.session_id, None)
 
     def holds_episode(self, session_id: str) -> bool:
         episodes = self._by_session_id.get(session_id)
@@ -135,14 +160,13 @@ class Connections:
 
     def lifespan(self):
         @asynccontextmanager
-        async def connection(_server: FastMCP) -> AsyncIterator[ConnectionEpisodes]:
-            episodes = ConnectionEpisodes(self.manager)
+        async def connection(_server: FastMCP) -> AsyncIterator[list[ConnectionEpisodes]]:
+            opened: list[ConnectionEpisodes] = []
             try:
-                yield episodes
+                yield opened
             finally:
-                episodes.close_all()  # synchronous: the exit may run in a cancelled scope
-                if episodes.session_id is not None:
-                    self._by_session_id.pop(episodes.session_id, None)
+                for episodes in opened:  # synchronous: the exit may run in a cancelled scope
+                    self._close(episodes)
 
         return connection
 

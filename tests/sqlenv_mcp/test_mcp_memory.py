@@ -1,14 +1,16 @@
 """The MCP server through the SDK's in-memory client: a real server, a real client session."""
 
+import gc
 import json
 
 import pytest
+from mcp.server.fastmcp import FastMCP
 from mcp.shared.memory import create_connected_server_and_client_session as connect
 
 from env_core import contract
 from env_core.answers import gold_as_json
 from env_core.tools import TOOLS
-from sqlenv_mcp.episodes import MAX_EPISODES_PER_CONNECTION
+from sqlenv_mcp.episodes import MAX_EPISODES_PER_CONNECTION, Connections, register_episode_tools
 from sqlenv_mcp.server import build_episode_server
 
 pytestmark = pytest.mark.anyio
@@ -107,6 +109,21 @@ async def test_connections_are_isolated_and_closed_on_exit(manager):
         still_open = await second.call_tool("query", {"sql": "SELECT 1"})
         assert not still_open.isError and not still_open.structuredContent["done"]
         assert manager.stats().active == 2
+    assert manager.stats().active == 0
+
+
+async def test_episodes_belong_to_the_mcp_session_whatever_the_lifespan(manager):
+    # Without a lifespan entered per connection (as in the mcp 2.x SDK), each connection still
+    # has its own episodes, and they close once its session is gone.
+    server = FastMCP("shared lifespan")
+    register_episode_tools(server, Connections(manager))
+    async with connect(server) as first, connect(server) as second:
+        a = await first.call_tool("start_episode", {"question_id": f"{DEV}:0"})
+        await second.call_tool("start_episode", {"question_id": f"{DEV}:1"})
+        assert manager.stats().active == 2
+        mine = await first.call_tool("query", {"sql": "SELECT 1"})
+        assert mine.structuredContent["episode_id"] == a.structuredContent["episode_id"]
+    gc.collect()
     assert manager.stats().active == 0
 
 
