@@ -245,7 +245,7 @@ class ReadOnlyExecutor:
         if self.sandbox is not None and (
             schema.computed or len(schema.columns) > INLINE_SAMPLE_COLUMNS
         ):
-            return (yield self._job("sample", schema.name, n))
+            return QueryResult(*(yield self._job("sample", schema.name, n)))
         return self._run(f"SELECT * FROM {quote_identifier(schema.name)} LIMIT {n}", n)
 
     def query_work(self, sql: str, max_rows: int | None = None) -> Work[QueryResult]:
@@ -263,7 +263,7 @@ class ReadOnlyExecutor:
             raise InvalidArgumentError("max_rows must be a whole number, at least 1")
         limit = max_rows or self.limits.max_rows
         if self.sandbox is not None:
-            return (yield self._job("query", sql, limit))
+            return QueryResult(*(yield self._job("query", sql, limit)))
         return self._run(sql, limit)
 
     def _job(self, kind: str, argument: str, max_rows: int) -> tuple[Sandbox, Job]:

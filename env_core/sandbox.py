@@ -37,7 +37,7 @@ from env_core import errors
 from env_core.errors import QueryRejectedError, QueryTimeoutError, SQLEnvError
 
 if TYPE_CHECKING:
-    from env_core.executor import ExecutorLimits, QueryResult
+    from env_core.executor import ExecutorLimits
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,9 @@ def _fields(limits: ExecutorLimits) -> tuple:
 
 
 Result = TypeVar("Result")
-# A call's work: it yields (sandbox, job) pairs, receives each job's result and returns its own.
+# What a worker sends back for a job: the fields of an `executor.QueryResult`.
+Rows = tuple
+# A call's work: it yields (sandbox, job) pairs, receives each job's rows and returns its result.
 Work = Generator[tuple["Sandbox", Job], Any, Result]
 
 
@@ -210,7 +212,7 @@ class Sandbox:
         self._waiting: collections.deque[_Waiter] = collections.deque()
         self._closed = False
 
-    def run(self, job: Job) -> QueryResult:
+    def run(self, job: Job) -> Rows:
         waiter = _ThreadWaiter()
         worker = self._take(waiter) or waiter.wait()
         try:
@@ -220,7 +222,7 @@ class Sandbox:
             raise self._lost(worker, error) from None
         return self._settle(worker, job, reply)
 
-    async def run_async(self, job: Job) -> QueryResult:
+    async def run_async(self, job: Job) -> Rows:
         waiter = _LoopWaiter(self, asyncio.get_running_loop())
         worker = self._take(waiter)
         if worker is None:
@@ -313,8 +315,8 @@ class Sandbox:
             return QueryRejectedError.over_memory(self.memory_mb)
         return error
 
-    def _settle(self, worker: Worker, job: Job, reply: bytes | None) -> QueryResult:
-        """A reply as a result or an engine error; the worker goes back or is replaced."""
+    def _settle(self, worker: Worker, job: Job, reply: bytes | None) -> Rows:
+        """A reply as the job's rows or an engine error; the worker goes back or is replaced."""
         if reply is None:
             self.killed += 1
             self._retire(worker)
@@ -327,9 +329,7 @@ class Sandbox:
         if status == "error":
             kind, message = payload
             raise getattr(errors, kind, errors.QueryFailedError)(message)
-        from env_core.executor import QueryResult
-
-        return QueryResult(*payload)
+        return payload
 
     def _withdraw(self, waiter: _LoopWaiter) -> None:
         """A waiter gave up: leave the line, or pass on the worker it was handed."""

@@ -1,0 +1,116 @@
+"""The project's import graph, read from the source: no module imports itself back through
+others, dependencies flow one way (the engine imports no door; doors import the engine), and the
+engine and the MCP server's start-up path import no heavy framework."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("env_core", "sqlenv_mcp", "adapters", "training", "evals")
+HEAVY = ("torch", "transformers", "trl", "datasets", "openenv", "gradio", "matplotlib")
+# What each package may import of the others (the design's one-way flow).
+MAY_IMPORT = {
+    "env_core": set(),
+    "sqlenv_mcp": {"env_core"},
+    "adapters": {"env_core"},
+    "training": {"env_core", "adapters"},
+    "evals": {"env_core", "adapters", "sqlenv_mcp"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module a file imports when it runs, at the top or inside functions (imports for
+    type checkers only are left out)."""
+    found = set()
+    pending = [ast.parse(path.read_text(), str(path))]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            pending.extend(node.orelse)
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+MODULES = {
+    module_name(path): imports_of(path)
+    for package in PACKAGES
+    for path in (ROOT / package).rglob("*.py")
+}
+
+
+def project_imports(module: str) -> set[str]:
+    return {name for name in MODULES[module] if name in MODULES and name != module}
+
+
+def test_no_module_imports_itself_back():
+    visiting, done, cycles = [], set(), []
+
+    def visit(module: str) -> None:
+        if module in visiting:
+            cycles.append([*visiting[visiting.index(module) :], module])
+            return
+        if module in done:
+            return
+        visiting.append(module)
+        for imported in sorted(project_imports(module)):
+            # A package's __init__ importing its own submodules is not a circle.
+            if not imported.startswith(module + "."):
+                visit(imported)
+        visiting.pop()
+        done.add(module)
+
+    for module in sorted(MODULES):
+        visit(module)
+    assert cycles == []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_dependencies_flow_one_way(package):
+    wrong = {
+        (module, imported)
+        for module in MODULES
+        if module.split(".")[0] == package
+        for imported in project_imports(module)
+        if imported.split(".")[0] not in {package, *MAY_IMPORT[package]}
+    }
+    assert wrong == set()
+
+
+def test_the_engine_imports_no_heavy_framework():
+    heavy = {
+        (module, imported)
+        for module, imported_names in MODULES.items()
+        if module.startswith("env_core")
+        for imported in imported_names
+        if imported.split(".")[0] in HEAVY
+    }
+    assert heavy == set()
+
+
+def test_the_mcp_server_starts_without_heavy_frameworks():
+    import subprocess
+
+    check = (
+        "import sys; import sqlenv_mcp.cli; "
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", check], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert loaded.stdout.strip() == "[]"
