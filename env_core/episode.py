@@ -24,7 +24,7 @@ from env_core.errors import (
 )
 from env_core.executor import ReadOnlyExecutor
 from env_core.rewards import RewardTracker
-from env_core.sandbox import Work, finish, finish_async
+from env_core.sandbox import Work, finish
 from env_core.tools import ToolSpec, check_arguments, specs_by_name
 
 if TYPE_CHECKING:
@@ -151,10 +151,6 @@ class Episode:
     def call(self, tool: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
         """Make one tool call. Mistakes the agent can fix come back as results with ok=False."""
         return finish(self.work(tool, arguments))
-
-    async def call_async(self, tool: str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
-        """`call` on the running event loop: SQL waits for its worker without a thread."""
-        return await finish_async(self.work(tool, arguments))
 
     def work(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Work[ToolResult]:
         """One tool call as a generator of sandbox calls (see `env_core.sandbox`).

@@ -25,7 +25,7 @@ from env_core.errors import (
 )
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
 from env_core.rewards import RewardConfig
-from env_core.sandbox import Sandbox, Work, finish, finish_async
+from env_core.sandbox import Sandbox, Work, finish
 from env_core.settings import Settings
 from env_core.tools import ToolSpec, tools_for
 
@@ -210,16 +210,6 @@ class SessionManager:
         owner: str | None = None,
     ) -> ToolResult:
         return finish(self.work(episode_id, tool, arguments, owner))
-
-    async def step_async(
-        self,
-        episode_id: str,
-        tool: str,
-        arguments: Mapping[str, Any] | None = None,
-        owner: str | None = None,
-    ) -> ToolResult:
-        """`step` on the running event loop, without a thread hop."""
-        return await finish_async(self.work(episode_id, tool, arguments, owner))
 
     def work(
         self,

@@ -22,6 +22,7 @@ from pydantic import Field
 from env_core import contract
 from env_core.episode import Episode, refusal
 from env_core.errors import CapacityError, SQLEnvError, UnknownEpisodeError
+from env_core.sandbox import finish_async
 from env_core.sessions import SessionManager
 from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec
 from sqlenv_mcp.results import (
@@ -196,7 +197,8 @@ def register_episode_tools(
             resolved = episodes.resolve(episode_id)
         except UnknownEpisodeError as error:
             return step_result("", refusal(tool, error))
-        return step_result(resolved, await manager.step_async(resolved, tool, args, episodes.owner))
+        result = await finish_async(manager.work(resolved, tool, args, episodes.owner))
+        return step_result(resolved, result)
 
     @server.tool(
         description="Start a new episode: returns the question, the database id, the table "

@@ -13,18 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from env_core.asgi import (
-    App,
-    Message,
-    Receive,
-    Scope,
-    Send,
-    client_of,
-    header,
-    respond_json,
-    send_internal_request,
-    sweeping_while_running,
-)
+from env_core import asgi
+from env_core.asgi import App, Message, Receive, Scope, Send
 
 SESSION_HEADER = b"mcp-session-id"
 
@@ -66,12 +56,12 @@ class ConnectionGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             interval = max(self.idle_unused_s / 4, 0.5)
-            await self.app(scope, sweeping_while_running(receive, self.sweep, interval), send)
+            await self.app(scope, asgi.sweeping_while_running(receive, self.sweep, interval), send)
             return
         if scope["type"] != "http" or scope["path"].rstrip("/") != self.path:
             await self.app(scope, receive, send)
             return
-        session_id = header(scope, SESSION_HEADER)
+        session_id = asgi.header(scope, SESSION_HEADER)
         if session_id is None:
             await self._open(scope, receive, send)
             return
@@ -90,7 +80,7 @@ class ConnectionGuard:
 
     async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
         """A request without a session id: the one that opens a connection."""
-        client = client_of(scope)
+        client = asgi.client_of(scope)
         await self.sweep()
         if self.open_connections(client) >= self.per_client:
             message = (
@@ -99,7 +89,7 @@ class ConnectionGuard:
                 "let an idle one expire"
             )
             error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
-            await respond_json(send, 429, error, ((b"retry-after", b"60"),))
+            await asgi.respond_json(send, 429, error, ((b"retry-after", b"60"),))
             return
 
         async def learn(message: Message) -> None:
@@ -126,6 +116,6 @@ class ConnectionGuard:
             elif idle > self.idle_unused_s and not self.in_use(session_id):
                 self._connections.pop(session_id, None)
                 headers = [(b"host", b"localhost:0"), (SESSION_HEADER, session_id.encode())]
-                await send_internal_request(self.app, "DELETE", self.path, headers)
+                await asgi.send_internal_request(self.app, "DELETE", self.path, headers)
                 ended += 1
         return ended

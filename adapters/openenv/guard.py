@@ -19,19 +19,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from env_core.asgi import (
-    App,
-    Message,
-    Receive,
-    Scope,
-    Send,
-    client_of,
-    header,
-    query_parameter,
-    respond_json,
-    send_internal_request,
-    sweeping_while_running,
-)
+from env_core import asgi
+from env_core.asgi import App, Message, Receive, Scope, Send
 
 GUARDED_SOCKETS = ("/ws", "/mcp")
 
@@ -68,7 +57,7 @@ class RequestGuard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             interval = max(self.idle_unattached_s / 4, 0.5)
-            await self.app(scope, sweeping_while_running(receive, self.sweep, interval), send)
+            await self.app(scope, asgi.sweeping_while_running(receive, self.sweep, interval), send)
         elif scope["type"] == "websocket":
             await self._socket(scope, receive, send)
         elif scope["type"] == "http":
@@ -82,7 +71,7 @@ class RequestGuard:
         body = await self._body(scope, receive)
         if body is None:
             detail = f"the request body is over the limit of {self.max_body_bytes} bytes"
-            await respond_json(send, 413, {"detail": detail})
+            await asgi.respond_json(send, 413, {"detail": detail})
             return
 
         replayed = False
@@ -103,7 +92,7 @@ class RequestGuard:
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes | None:
         """The whole body, or None as soon as it is over the limit."""
-        declared = header(scope, b"content-length")
+        declared = asgi.header(scope, b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
             return None
         body = bytearray()
@@ -137,11 +126,11 @@ class RequestGuard:
             self._sessions.pop(session_id, None)
 
     async def _create(self, scope: Scope, receive: Receive, send: Send, request_id: object) -> None:
-        client = client_of(scope)
+        client = asgi.client_of(scope)
         await self.sweep()
         if self.connections(client) >= self.per_client:
             error = {"code": -32000, "message": self._over_limit_message()}
-            await respond_json(send, 200, {"jsonrpc": "2.0", "id": request_id, "error": error})
+            await asgi.respond_json(send, 200, {"jsonrpc": "2.0", "id": request_id, "error": error})
             return
         chunks: list[bytes] = []
 
@@ -173,7 +162,7 @@ class RequestGuard:
                 "params": {"session_id": session_id},
             }
             headers = [(b"content-type", b"application/json")]
-            await send_internal_request(
+            await asgi.send_internal_request(
                 self.app, "POST", "/mcp", headers, json.dumps(request).encode()
             )
         return len(idle)
@@ -181,11 +170,11 @@ class RequestGuard:
     # --- WebSockets -----------------------------------------------------------------------
 
     async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
-        client = client_of(scope)
+        client = asgi.client_of(scope)
         if self.connections(client) >= self.per_client:
             await _refuse_socket(receive, send, self._over_limit_message())
             return
-        attached = self._sessions.get(query_parameter(scope, "session_id") or "")
+        attached = self._sessions.get(asgi.query_parameter(scope, "session_id") or "")
         self._sockets[client] += 1
         if attached is not None:
             attached.attached = True

@@ -30,6 +30,7 @@ from evals.llm.openai_chat import OpenAIChatPolicy
 from evals.llm.serve import build_app
 from evals.plan import EpisodeTask
 from evals.play import play_episode
+from training.config import load_config, tiny_config
 from training.datasets import task_dataset
 from training.tiny import build_tiny
 from training.transcripts import oracle_transcript, tool_schemas
@@ -88,19 +89,14 @@ def grpo_first_turn(model_dir, spider_manager, question, tmp_path) -> list[int]:
     trainer = GRPOTrainer(
         model=Qwen3ForCausalLM.from_pretrained(model_dir),
         args=GRPOConfig(
-            output_dir=str(tmp_path / "grpo"),
-            use_cpu=True,
-            bf16=False,
-            activation_checkpointing=False,
-            per_device_train_batch_size=2,
-            num_generations=2,
-            max_steps=1,
-            max_completion_length=64,
-            logging_steps=1,
-            save_strategy="no",
-            report_to="none",
-            dataloader_num_workers=0,
-            seed=0,
+            **{
+                **load_config(tiny_config("grpo")).trainer,
+                "output_dir": str(tmp_path / "grpo"),
+                "per_device_train_batch_size": 2,
+                "num_generations": 2,
+                "max_steps": 1,
+                "max_completion_length": 64,
+            }
         ),
         train_dataset=task_dataset([question]),
         processing_class=tokenizer,

@@ -19,6 +19,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 from trl import GRPOConfig, GRPOTrainer
 
 from adapters.trl import SQLEnvTRL, environment_factory
+from training.config import load_config, tiny_config
 from training.datasets import task_dataset
 from training.tiny import build_tiny
 from training.transcripts import oracle_transcript, tool_schemas
@@ -116,21 +117,15 @@ def test_grpo_steps_through_sqlenv_trl_log_the_engine_rewards(spider_manager, qu
     trainer = GRPOTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_dir),
         args=GRPOConfig(
-            output_dir=str(tmp_path / "out"),
-            use_cpu=True,
-            bf16=False,
-            activation_checkpointing=False,
-            per_device_train_batch_size=BATCH,
-            num_generations=GENERATIONS,
-            max_steps=STEPS,
-            max_completion_length=1536,
-            max_tool_calling_iterations=6,
-            learning_rate=1e-3,
-            logging_steps=1,
-            save_strategy="no",
-            report_to="none",
-            dataloader_num_workers=0,
-            seed=0,
+            **{
+                **load_config(tiny_config("grpo")).trainer,
+                "output_dir": str(tmp_path / "out"),
+                "per_device_train_batch_size": BATCH,
+                "num_generations": GENERATIONS,
+                "max_steps": STEPS,
+                "max_completion_length": 1536,
+                "learning_rate": 1e-3,
+            }
         ),
         train_dataset=task_dataset(questions),
         processing_class=tokenizer,
