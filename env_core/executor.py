@@ -91,9 +91,11 @@ class TableSchema:
     name: str
     columns: tuple[Column, ...]
     foreign_keys: tuple[ForeignKey, ...]
-    row_count: int
-    # Reading it evaluates expressions: a virtual table, or generated columns.
+    row_count: int | None  # None for a view: counting its rows would run its query
+    # Reading it evaluates expressions: a view, a virtual table, or generated columns.
     computed: bool = False
+    # A view's definition (its columns are known once it is read, in the sandbox).
+    definition: str | None = None
 
 
 _ALLOWED_ACTIONS = frozenset(
@@ -468,17 +470,25 @@ def read_schema(path: Path, *, immutable: bool) -> dict[str, TableSchema]:
     connection = open_read_only(path, immutable=immutable)
     try:
         tables = connection.execute(
-            "SELECT name, sql FROM sqlite_master WHERE type = 'table' "
+            "SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view') "
             "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
         ).fetchall()
         return {
-            name: _read_table(connection, name, virtual=(sql or "").upper().startswith("CREATE V"))
-            for name, sql in tables
+            name: _view(name, sql)
+            if kind == "view"
+            else _read_table(connection, name, virtual=(sql or "").upper().startswith("CREATE V"))
+            for name, kind, sql in tables
         }
     except sqlite3.DatabaseError as error:
         raise DataError(f"cannot read the schema of {path}: {error}") from error
     finally:
         connection.close()
+
+
+def _view(name: str, sql: str | None) -> TableSchema:
+    """A view, read without compiling it: a view's query is the user's SQL, which only the
+    sandbox may prepare."""
+    return TableSchema(name, (), (), None, computed=True, definition=sql or "")
 
 
 def _read_table(connection: sqlite3.Connection, name: str, *, virtual: bool) -> TableSchema:

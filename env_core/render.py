@@ -67,7 +67,14 @@ def rows_text(result: QueryResult) -> str:
     return "\n".join(lines)
 
 
+MAX_DEFINITION_CHARS = 2_000
+
+
 def schema_text(schema: TableSchema) -> str:
+    if schema.definition is not None:
+        definition = schema.definition[:MAX_DEFINITION_CHARS]
+        lines = [f"view {schema.name}: sample or query it to see its columns", "definition:"]
+        return _visible_lines([*lines, *(f"  {line}" for line in definition.splitlines())])
     lines = [f"table {schema.name}: {schema.row_count} rows", "columns:"]
     for column in schema.columns:
         flags = [column.type or "untyped"]
@@ -118,8 +125,10 @@ def rows_data(result: QueryResult) -> dict[str, Any]:
 
 
 def schema_data(schema: TableSchema) -> dict[str, Any]:
+    view = {"definition": schema.definition} if schema.definition is not None else {}
     return {
         "table": schema.name,
+        **view,
         "row_count": schema.row_count,
         "columns": [
             {"name": c.name, "type": c.type, "primary_key": c.primary_key} for c in schema.columns

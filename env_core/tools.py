@@ -7,11 +7,11 @@ so the descriptions an agent reads are the same whichever door it comes through.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from env_core.errors import InvalidArgumentError
+from env_core.errors import InvalidArgumentError, shown
 
 
 @dataclass(frozen=True)
@@ -108,15 +108,22 @@ TOOLS: tuple[ToolSpec, ...] = tool_specs()
 TOOLS_BY_NAME: dict[str, ToolSpec] = specs_by_name()
 
 
+def check_names(tool: str, arguments: Mapping[str, Any], names: Iterable[str]) -> None:
+    """Raise `InvalidArgumentError` if an argument is not one of the tool's parameters."""
+    names = list(names)
+    unknown = sorted(map(str, set(arguments) - set(names)))
+    if unknown:
+        raise InvalidArgumentError(
+            f"{tool} does not take {', '.join(map(shown, unknown))}; "
+            f"it takes: {', '.join(names) or 'nothing'}"
+        )
+
+
 def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
     """Raise `InvalidArgumentError` unless the arguments fit the tool's parameter schema."""
     tool = spec.name
     properties = spec.parameters["properties"]
-    unknown = sorted(set(arguments) - set(properties))
-    if unknown:
-        raise InvalidArgumentError(
-            f"{tool} does not take {', '.join(unknown)}; it takes: {', '.join(properties)}"
-        )
+    check_names(tool, arguments, properties)
     missing = [name for name in spec.parameters["required"] if name not in arguments]
     if missing:
         raise InvalidArgumentError(f"{tool} needs {', '.join(missing)}")

@@ -10,7 +10,7 @@ started it.
 
 import uuid
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -24,7 +24,8 @@ from env_core.episode import Episode, refusal
 from env_core.errors import CapacityError, SQLEnvError, UnknownEpisodeError
 from env_core.sandbox import finish_async
 from env_core.sessions import SessionManager
-from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec
+from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec, check_names
+from sqlenv_mcp.agent_tools import AgentToolServer, Handler, take
 from sqlenv_mcp.results import (
     EndOutput,
     StartOutput,
@@ -45,6 +46,10 @@ INSTRUCTIONS = (
 READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
 ANSWERING = ToolAnnotations(
     readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+)
+STARTING = ToolAnnotations(readOnlyHint=False, idempotentHint=False, openWorldHint=False)
+ENDING = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
 )
 EPISODE_ID = Annotated[
     str | None,
@@ -183,33 +188,81 @@ def sample_size(spec: ToolSpec) -> Any:
     )
 
 
+START_PARAMETERS = ("question_id", "db_id", "split", "seed", "keep_previous")
+START_DESCRIPTION = (
+    "Start a new episode: returns the question, the database id, the table names and the step "
+    "budget. Optionally pick the question by id, database or split, or seed the random choice. "
+    "The connection's previous episode ends, unless keep_previous is set (at most "
+    f"{MAX_EPISODES_PER_CONNECTION} open at once)."
+)
+END_DESCRIPTION = (
+    "End an episode early and free it (episodes also end when the connection closes). Omit "
+    "episode_id to end this connection's current episode."
+)
+
+
 def register_episode_tools(
-    server: FastMCP, connections: Connections, output_schemas: bool = True
+    server: AgentToolServer, connections: Connections, output_schemas: bool = True
 ) -> None:
     """start_episode, the four tools in the contract's order under the manager's limits, and
-    end_episode."""
+    end_episode, each called with the arguments as sent (see `sqlenv_mcp.agent_tools`)."""
     manager = connections.manager
-    specs = {spec.name: spec for spec in manager.tools}
+    declarations = tool_declarations({spec.name: spec for spec in manager.tools})
 
-    async def step(ctx: Context, episode_id: str | None, tool: str, args: dict[str, Any]):
+    async def start(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
+        try:
+            check_names("start_episode", arguments, START_PARAMETERS)
+            keep_previous = take(arguments, "keep_previous", bool) or False
+            episode = connections.of(ctx).start(keep_previous, **arguments)
+        except SQLEnvError as error:
+            return error_result(error)
+        return start_result(episode.start)
+
+    def calls_of(tool: str) -> Handler:
+        async def call(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
+            episodes = connections.of(ctx)
+            try:
+                resolved = episodes.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))
+            except UnknownEpisodeError as error:
+                return step_result("", refusal(tool, error))
+            result = await finish_async(manager.work(resolved, tool, arguments, episodes.owner))
+            return step_result(resolved, result)
+
+        return call
+
+    async def end(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
         episodes = connections.of(ctx)
         try:
-            resolved = episodes.resolve(episode_id)
-        except UnknownEpisodeError as error:
-            return step_result("", refusal(tool, error))
-        result = await finish_async(manager.work(resolved, tool, args, episodes.owner))
-        return step_result(resolved, result)
+            check_names("end_episode", arguments, ("episode_id",))
+            resolved = episodes.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))
+        except SQLEnvError as error:
+            return error_result(error)
+        closed = episodes.end(resolved)
+        text = f"Episode {resolved} {'ended' if closed else 'was not open'}."
+        return tool_result(text, {"episode_id": resolved, "closed": closed})
 
-    @server.tool(
-        description="Start a new episode: returns the question, the database id, the table "
-        "names and the step budget. Optionally pick the question by id, database or split, "
-        "or seed the random choice. The connection's previous episode ends, unless "
-        f"keep_previous is set (at most {MAX_EPISODES_PER_CONNECTION} open at once).",
-        annotations=ToolAnnotations(readOnlyHint=False, idempotentHint=False, openWorldHint=False),
-        structured_output=output_schemas,
-    )
-    async def start_episode(
-        ctx: Context,
+    def add(name: str, description: str, annotations: ToolAnnotations, handler: Handler) -> None:
+        server.add_agent_tool(
+            declarations[name],
+            handler,
+            name=name,
+            description=description,
+            annotations=annotations,
+            structured_output=output_schemas,
+        )
+
+    add("start_episode", START_DESCRIPTION, STARTING, start)
+    for spec in manager.tools:
+        annotations = ANSWERING if spec.name == "answer" else READ_ONLY
+        add(spec.name, spec.description, annotations, calls_of(spec.name))
+    add("end_episode", END_DESCRIPTION, ENDING, end)
+
+
+def tool_declarations(specs: dict[str, ToolSpec]) -> dict[str, Callable[..., Any]]:
+    """Signatures that declare each tool's parameters (types, descriptions, defaults) for the
+    schema hosts read; calls go to the tools' handlers, never to these."""
+
+    def start_episode(
         question_id: Annotated[
             str | None, Field(description="A question id such as dev:12.")
         ] = None,
@@ -223,76 +276,32 @@ def register_episode_tools(
                 "episode_id."
             ),
         ] = False,
-    ) -> Annotated[CallToolResult, StartOutput]:
-        episodes = connections.of(ctx)
-        selectors = {"seed": seed, "question_id": question_id, "db_id": db_id, "split": split}
-        try:
-            episode = episodes.start(keep_previous, **selectors)
-        except SQLEnvError as error:
-            return error_result(error)
-        return start_result(episode.start)
+    ) -> Annotated[CallToolResult, StartOutput]: ...
 
-    async def describe(
-        ctx: Context,
+    def describe(
         table: Annotated[str, Field(description=specs["describe"].arg_descriptions["table"])],
         episode_id: EPISODE_ID = None,
-    ) -> Annotated[CallToolResult, StepOutput]:
-        return await step(ctx, episode_id, "describe", {"table": table})
+    ) -> Annotated[CallToolResult, StepOutput]: ...
 
-    async def sample(
-        ctx: Context,
+    def sample(
         table: Annotated[str, Field(description=specs["sample"].arg_descriptions["table"])],
         n: Annotated[int, sample_size(specs["sample"])] = DEFAULT_SAMPLE_ROWS,
         episode_id: EPISODE_ID = None,
-    ) -> Annotated[CallToolResult, StepOutput]:
-        return await step(ctx, episode_id, "sample", {"table": table, "n": n})
+    ) -> Annotated[CallToolResult, StepOutput]: ...
 
-    async def query(
-        ctx: Context,
+    def query(
         sql: Annotated[str, Field(description=specs["query"].arg_descriptions["sql"])],
         episode_id: EPISODE_ID = None,
-    ) -> Annotated[CallToolResult, StepOutput]:
-        return await step(ctx, episode_id, "query", {"sql": sql})
+    ) -> Annotated[CallToolResult, StepOutput]: ...
 
-    async def answer(
-        ctx: Context,
+    def answer(
         value: Annotated[str, Field(description=specs["answer"].arg_descriptions["value"])],
         episode_id: EPISODE_ID = None,
-    ) -> Annotated[CallToolResult, StepOutput]:
-        return await step(ctx, episode_id, "answer", {"value": value})
+    ) -> Annotated[CallToolResult, StepOutput]: ...
 
-    handlers = {
-        "answer": (answer, ANSWERING),
-        "describe": (describe, READ_ONLY),
-        "query": (query, READ_ONLY),
-        "sample": (sample, READ_ONLY),
+    def end_episode(episode_id: EPISODE_ID = None) -> Annotated[CallToolResult, EndOutput]: ...
+
+    return {
+        declaration.__name__: declaration
+        for declaration in (start_episode, describe, sample, query, answer, end_episode)
     }
-    for spec in manager.tools:
-        handler, annotations = handlers[spec.name]
-        server.add_tool(
-            handler,
-            name=spec.name,
-            description=spec.description,
-            annotations=annotations,
-            structured_output=output_schemas,
-        )
-
-    @server.tool(
-        description="End an episode early and free it (episodes also end when the connection "
-        "closes). Omit episode_id to end this connection's current episode.",
-        annotations=ToolAnnotations(
-            readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
-        ),
-        structured_output=output_schemas,
-    )
-    async def end_episode(
-        ctx: Context, episode_id: EPISODE_ID = None
-    ) -> Annotated[CallToolResult, EndOutput]:
-        episodes = connections.of(ctx)
-        try:
-            resolved = episodes.resolve(episode_id)
-        except SQLEnvError as error:
-            return error_result(error)
-        closed = episodes.end(resolved)
-        text = f"Episode {resolved} {'ended' if closed else 'was not open'}."
-        return tool_result(text, {"episode_id": resolved, "closed": closed})

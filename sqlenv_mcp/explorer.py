@@ -7,19 +7,20 @@ One executor per database, shared by all connections (it serialises calls).
 
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
-from mcp.server.fastmcp import FastMCP
+from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
 from env_core import render
-from env_core.errors import DataError, InvalidArgumentError, ToolError, error_kind
+from env_core.errors import DataError, InvalidArgumentError, ToolError, error_data, shown
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
 from env_core.sandbox import Sandbox, finish_async
-from env_core.tools import DEFAULT_SAMPLE_ROWS, tools_for
+from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec, check_arguments, check_names, tools_for
+from sqlenv_mcp.agent_tools import AgentToolServer, Handler, take
 from sqlenv_mcp.episodes import READ_ONLY, sample_size
 from sqlenv_mcp.results import ExploreOutput, explore_result
 
@@ -28,9 +29,10 @@ SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
 log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """\
-Read-only access to SQLite databases. Read the sqlenv://databases resource (or call describe on
-a table) to see what is there, then query with one SQLite SELECT per call. Nothing can be
-written. Name the database with `database` when more than one is served."""
+Read-only access to SQLite databases. Call list_tables (or read the sqlenv://databases resource)
+to see what is there, describe a table, then query with one SQLite SELECT per call. Nothing can
+be written. Name the database with `database` when more than one is served."""
+LIST_TABLES = "List the databases served (or the one named) with their tables and row counts."
 
 
 class UserDatabases:
@@ -72,7 +74,7 @@ class UserDatabases:
             name = next(iter(self.paths))
         if name not in self.paths:
             raise InvalidArgumentError(
-                f"no database {name!r}; databases are: {', '.join(self.paths)}"
+                f"no database {shown(name)}; databases are: {', '.join(self.paths)}"
             )
         with self._lock:
             if name not in self._executors:
@@ -81,15 +83,17 @@ class UserDatabases:
                 )
             return name, self._executors[name]
 
-    def listing(self) -> str:
-        lines = []
-        for name in self.paths:
+    def tables(self, database: str | None = None) -> dict[str, dict[str, int | None]]:
+        """Each database (or the one named) with its tables' row counts (None for a view)."""
+        names = [self.executor(database)[0]] if database is not None else list(self.paths)
+        counts = {}
+        for name in names:
             _, executor = self.executor(name)
-            tables = ", ".join(
-                f"{t} ({executor.describe(t).row_count} rows)" for t in executor.tables
-            )
-            lines.append(f"{name}: {tables or 'no tables'}")
-        return "\n".join(lines)
+            counts[name] = {table: executor.describe(table).row_count for table in executor.tables}
+        return counts
+
+    def listing(self) -> str:
+        return listing_text(self.tables())
 
     def close(self) -> None:
         with self._lock:
@@ -117,62 +121,88 @@ DATABASE = Annotated[
 ]
 
 
+def listing_text(tables: dict[str, dict[str, int | None]]) -> str:
+    """Databases with their tables and sizes, one database a line."""
+    return "\n".join(
+        f"{name}: {', '.join(f'{t} ({_size(n)})' for t, n in counts.items()) or 'no tables'}"
+        for name, counts in tables.items()
+    )
+
+
+def _size(row_count: int | None) -> str:
+    return "view" if row_count is None else f"{row_count} rows"
+
+
 def register_explorer_tools(
-    server: FastMCP, databases: UserDatabases, output_schemas: bool = True
+    server: AgentToolServer, databases: UserDatabases, output_schemas: bool = True
 ) -> None:
-    async def run(
-        database: str | None, work: Callable[[ReadOnlyExecutor], Awaitable[tuple[str, dict]]]
-    ) -> CallToolResult:
-        try:
-            name, executor = databases.executor(database)
-            text, data = await work(executor)
-        except ToolError as error:
-            data = {"error": error_kind(error), "message": str(error)}
-            return explore_result(database or "", render.error_text(error), data, ok=False)
-        return explore_result(name, text, data, ok=True)
-
-    async def describe_table(table: str, executor: ReadOnlyExecutor) -> tuple[str, dict]:
-        schema = executor.describe(table)
-        return render.schema_text(schema), render.schema_data(schema)
-
-    async def sample_table(table: str, n: int, executor: ReadOnlyExecutor) -> tuple[str, dict]:
-        result = await finish_async(executor.sample_work(table, n))
-        return render.rows_text(result), render.rows_data(result)
-
-    async def run_query(sql: str, executor: ReadOnlyExecutor) -> tuple[str, dict]:
-        result = await finish_async(executor.query_work(sql))
-        return render.rows_text(result), render.rows_data(result)
-
+    """list_tables, describe, sample and query on the user's databases, each called with the
+    arguments as sent (see `sqlenv_mcp.agent_tools`)."""
     specs = {spec.name: spec for spec in tools_for(databases.limits)}
-    spec = specs["describe"]
 
-    @server.tool(
-        description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
-    )
-    async def describe(
+    async def explore(tool: str, arguments: dict[str, Any]) -> tuple[str, str, dict]:
+        database = take(arguments, "database", str)
+        if tool == "list_tables":
+            check_names(tool, arguments, ())
+            tables = databases.tables(database)
+            return database or "", render.visible(listing_text(tables)), {"databases": tables}
+        check_arguments(specs[tool], arguments)
+        name, executor = databases.executor(database)
+        if tool == "describe":
+            schema = executor.describe(arguments["table"])
+            return name, render.schema_text(schema), render.schema_data(schema)
+        if tool == "sample":
+            n = arguments.get("n", DEFAULT_SAMPLE_ROWS)
+            result = await finish_async(executor.sample_work(arguments["table"], n))
+        else:
+            result = await finish_async(executor.query_work(arguments["sql"]))
+        return name, render.rows_text(result), render.rows_data(result)
+
+    def calls_of(tool: str) -> Handler:
+        async def call(_ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
+            asked = arguments.get("database")
+            try:
+                name, text, data = await explore(tool, arguments)
+            except ToolError as error:
+                name = asked if isinstance(asked, str) else ""
+                return explore_result(name, render.error_text(error), error_data(error), ok=False)
+            return explore_result(name, text, data, ok=True)
+
+        return call
+
+    descriptions = {"list_tables": LIST_TABLES}
+    descriptions.update((name, specs[name].description) for name in ("describe", "sample", "query"))
+    for tool, declaration in explorer_declarations(specs).items():
+        server.add_agent_tool(
+            declaration,
+            calls_of(tool),
+            name=tool,
+            description=descriptions[tool],
+            annotations=READ_ONLY,
+            structured_output=output_schemas,
+        )
+
+
+def explorer_declarations(specs: dict[str, ToolSpec]) -> dict[str, Callable[..., Any]]:
+    """Signatures that declare each tool's parameters for the schema hosts read; calls go to
+    the tools' handlers, never to these."""
+
+    def list_tables(database: DATABASE = None) -> Annotated[CallToolResult, ExploreOutput]: ...
+
+    def describe(
         table: Annotated[str, Field(description="Name of a table.")], database: DATABASE = None
-    ) -> Annotated[CallToolResult, ExploreOutput]:
-        return await run(database, lambda executor: describe_table(table, executor))
+    ) -> Annotated[CallToolResult, ExploreOutput]: ...
 
-    spec = specs["sample"]
-
-    @server.tool(
-        description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
-    )
-    async def sample(
+    def sample(
         table: Annotated[str, Field(description="Name of a table.")],
-        n: Annotated[int, sample_size(spec)] = DEFAULT_SAMPLE_ROWS,
+        n: Annotated[int, sample_size(specs["sample"])] = DEFAULT_SAMPLE_ROWS,
         database: DATABASE = None,
-    ) -> Annotated[CallToolResult, ExploreOutput]:
-        return await run(database, lambda executor: sample_table(table, n, executor))
+    ) -> Annotated[CallToolResult, ExploreOutput]: ...
 
-    spec = specs["query"]
-
-    @server.tool(
-        description=spec.description, annotations=READ_ONLY, structured_output=output_schemas
-    )
-    async def query(
-        sql: Annotated[str, Field(description=spec.arg_descriptions["sql"])],
+    def query(
+        sql: Annotated[str, Field(description=specs["query"].arg_descriptions["sql"])],
         database: DATABASE = None,
-    ) -> Annotated[CallToolResult, ExploreOutput]:
-        return await run(database, lambda executor: run_query(sql, executor))
+    ) -> Annotated[CallToolResult, ExploreOutput]: ...
+
+    declared = (list_tables, describe, sample, query)
+    return {declaration.__name__: declaration for declaration in declared}

@@ -16,6 +16,7 @@ from env_core import contract
 from env_core.sessions import SessionManager
 from env_core.settings import Settings
 from sqlenv_mcp import episodes, explorer
+from sqlenv_mcp.agent_tools import AgentToolServer
 from sqlenv_mcp.guard import ConnectionGuard
 
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
@@ -36,7 +37,7 @@ class HttpSettings:
 
 def _new_server(
     instructions: str, http: HttpSettings, health: Callable[[], dict], lifespan=None
-) -> FastMCP:
+) -> AgentToolServer:
     # DNS-rebinding protection stays on whatever the bind address: FastMCP would switch it off
     # for 0.0.0.0, so the allowlist is passed explicitly (extended by --allowed-host).
     security = TransportSecuritySettings(
@@ -44,7 +45,7 @@ def _new_server(
         allowed_hosts=[*LOCAL_HOSTS, *http.allowed_hosts],
         allowed_origins=[*LOCAL_ORIGINS, *(f"http://{h}" for h in http.allowed_hosts)],
     )
-    server = FastMCP(
+    server = AgentToolServer(
         "sqlenv",
         instructions=instructions,
         lifespan=lifespan,

@@ -87,12 +87,6 @@ class MCPDoor:
     def step(self, episode_id: str, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
         result = self._call(tool, {**arguments, "episode_id": episode_id})
         structured = result.structuredContent
-        if structured is None:
-            # Rejected by the SDK's argument validation before reaching the engine: no step.
-            text = _text(result)
-            return ToolResult(
-                tool, False, text, {"error": "invalid_call", "message": text}, 0.0, False
-            )
         return ToolResult(
             tool,
             structured["ok"],

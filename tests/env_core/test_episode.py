@@ -58,7 +58,7 @@ def test_errors_are_results_that_cost_a_step(episode):
     bad = episode.call("query", {"sql": "DELETE FROM singer"})
     assert bad.data["error"] == "query_rejected"
     wrong_args = episode.call("sample", {"table": "singer", "rows": 3})
-    assert "sample does not take rows; it takes: table, n" in wrong_args.text
+    assert "sample does not take 'rows'; it takes: table, n" in wrong_args.text
     assert episode.steps_used == 3 and episode.budget_left == 2
 
 

@@ -40,7 +40,10 @@ async def test_describe_sample_query_on_a_user_file(user_db):
     before = digest(user_db)
     async with connect(served(user_db)) as client:
         tools = {tool.name for tool in (await client.list_tools()).tools}
-        assert tools == {"describe", "sample", "query"}
+        assert tools == {"list_tables", "describe", "sample", "query"}
+        listed = await client.call_tool("list_tables", {})
+        assert listed.content[0].text == "garden: bed (2 rows), plant (3 rows)"
+        assert listed.structuredContent["data"] == {"databases": {"garden": {"bed": 2, "plant": 3}}}
         described = await client.call_tool("describe", {"table": "plant"})
         assert described.content[0].text.startswith("table plant: 3 rows")
         assert "  bed -> bed.id" in described.content[0].text
@@ -83,6 +86,64 @@ async def test_writes_are_rejected_and_the_file_is_unchanged(user_db, sql):
         assert result.structuredContent["data"]["error"] == "query_rejected"
     assert digest(user_db) == before
     assert sorted(p.name for p in user_db.parent.iterdir()) == ["garden.sqlite"]
+
+
+async def test_views_are_described_by_their_definition_and_read_in_the_sandbox(user_db):
+    with sqlite3.connect(user_db) as connection:
+        connection.execute(
+            "CREATE VIEW sunny_plants AS SELECT plant.name FROM plant "
+            "JOIN bed ON bed.id = plant.bed WHERE sunny"
+        )
+    connection.close()
+    async with connect(served(user_db)) as client:
+        listed = await client.call_tool("list_tables", {"database": "garden"})
+        assert listed.content[0].text.endswith("sunny_plants (view)")
+        described = await client.call_tool("describe", {"table": "sunny_plants"})
+        assert described.content[0].text.splitlines()[:3] == [
+            "view sunny_plants: sample or query it to see its columns",
+            "definition:",
+            "  CREATE VIEW sunny_plants AS SELECT plant.name FROM plant "
+            "JOIN bed ON bed.id = plant.bed WHERE sunny",
+        ]
+        sampled = await client.call_tool("sample", {"table": "sunny_plants"})
+        assert sampled.structuredContent["data"]["rows"] == [["tomato"], ["basil"]]
+
+
+async def test_tables_created_after_start_are_seen(user_db):
+    async with connect(served(user_db)) as client:
+        with sqlite3.connect(user_db) as connection:
+            connection.execute("CREATE TABLE seed(id INTEGER, kind TEXT)")
+        connection.close()
+        listed = await client.call_tool("list_tables", {})
+        assert "seed (0 rows)" in listed.content[0].text
+        assert not (await client.call_tool("describe", {"table": "seed"})).isError
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        (
+            "describe",
+            {"table": "plant", "rows": 3},
+            "describe does not take 'rows'; it takes: table",
+        ),
+        ("sample", {"table": "plant", "n": "two"}, "sample: n must be a whole number from 1 to 20"),
+        ("query", {"sql": 42}, "query: sql must be a string"),
+        ("list_tables", {"database": 7}, "database must be a string, not 7"),
+        (
+            "list_tables",
+            {"verbose": True},
+            "list_tables does not take 'verbose'; it takes: nothing",
+        ),
+    ],
+)
+async def test_argument_mistakes_are_answered_in_the_engines_words(
+    user_db, tool, arguments, message
+):
+    async with connect(served(user_db)) as client:
+        result = await client.call_tool(tool, arguments)
+    assert result.isError and result.content[0].text == f"Error: {message}"
+    assert result.structuredContent["data"]["error"] == "invalid_argument"
 
 
 async def test_a_folder_serves_each_file_by_name(user_db, tmp_path):

@@ -4,12 +4,12 @@ import gc
 import json
 
 import pytest
-from mcp.server.fastmcp import FastMCP
 from mcp.shared.memory import create_connected_server_and_client_session as connect
 
 from env_core import contract
 from env_core.answers import gold_as_json
 from env_core.tools import TOOLS
+from sqlenv_mcp.agent_tools import AgentToolServer
 from sqlenv_mcp.episodes import MAX_EPISODES_PER_CONNECTION, Connections, register_episode_tools
 from sqlenv_mcp.server import build_episode_server
 
@@ -99,6 +99,46 @@ async def test_expected_failures_are_tool_errors_with_guidance(manager):
         assert bad_start.isError and "no question 'dev:99999'" in text(bad_start)
 
 
+@pytest.mark.parametrize(
+    ("tool", "arguments", "message"),
+    [
+        (
+            "describe",
+            {"table": "singer", "rows": 3},
+            "describe does not take 'rows'; it takes: table",
+        ),
+        (
+            "sample",
+            {"table": "singer", "n": "two"},
+            "sample: n must be a whole number from 1 to 20",
+        ),
+        ("answer", {}, "answer needs value"),
+    ],
+)
+async def test_argument_mistakes_are_the_engines_results(manager, tool, arguments, message):
+    async with connect(build_episode_server(manager)) as client:
+        await client.call_tool("start_episode", {"question_id": f"{DEV}:0"})
+        result = await client.call_tool(tool, arguments)
+        assert result.isError and result.content[0].text.startswith(f"Error: {message}\n")
+        assert result.structuredContent["data"]["error"] == "invalid_argument"
+        assert result.structuredContent["reward"] < 0  # a step spent, as through every door
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"seed": "x"}, "seed must be a whole number, 0 or more, not 'x'"),
+        ({"level": 3}, "start_episode does not take 'level'; it takes: question_id, db_id, "),
+        ({"keep_previous": "yes"}, "keep_previous must be true or false, not 'yes'"),
+    ],
+)
+async def test_start_episode_mistakes_are_clear_and_structured(manager, arguments, message):
+    async with connect(build_episode_server(manager)) as client:
+        result = await client.call_tool("start_episode", arguments)
+    assert result.isError and result.content[0].text.startswith(f"Error: {message}")
+    assert result.structuredContent["error"]["error"] == "invalid_argument"
+
+
 async def test_connections_are_isolated_and_closed_on_exit(manager):
     server = build_episode_server(manager)
     async with connect(server) as first, connect(server) as second:
@@ -115,7 +155,7 @@ async def test_connections_are_isolated_and_closed_on_exit(manager):
 async def test_episodes_belong_to_the_mcp_session_whatever_the_lifespan(manager):
     # Without a lifespan entered per connection (as in the mcp 2.x SDK), each connection still
     # has its own episodes, and they close once its session is gone.
-    server = FastMCP("shared lifespan")
+    server = AgentToolServer("shared lifespan")
     register_episode_tools(server, Connections(manager))
     async with connect(server) as first, connect(server) as second:
         a = await first.call_tool("start_episode", {"question_id": f"{DEV}:0"})

@@ -1,0 +1,73 @@
+"""Tools that receive the agent's arguments exactly as sent.
+
+FastMCP checks a tool's arguments with pydantic before the tool runs: it drops names the tool
+does not take, and answers a wrong type with pydantic's text ("1 validation error for
+sampleArguments ..."). The episode and explorer tools are declared with typed signatures, so
+hosts see their schemas, but are called with the arguments as sent: the engine checks every
+name, type and range and answers a mistake in its own words, as it does through every door.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from mcp.server.fastmcp import Context, FastMCP
+from mcp.types import CallToolResult, ContentBlock, ToolAnnotations
+
+from env_core.errors import InvalidArgumentError, SQLEnvError, shown
+
+# A tool's work: the calling context and the arguments as sent, to the result.
+Handler = Callable[[Context, dict[str, Any]], Awaitable[CallToolResult]]
+
+
+class AgentToolServer(FastMCP):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._handlers: dict[str, Handler] = {}
+
+    def add_agent_tool(
+        self,
+        declaration: Callable[..., Any],
+        handler: Handler,
+        *,
+        name: str,
+        description: str,
+        annotations: ToolAnnotations,
+        structured_output: bool,
+    ) -> None:
+        """Add a tool whose schema `declaration`'s signature gives and whose calls `handler`
+        makes."""
+        self.add_tool(
+            declaration,
+            name=name,
+            description=description,
+            annotations=annotations,
+            structured_output=structured_output,
+        )
+        self._handlers[name] = handler
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any]
+    ) -> Sequence[ContentBlock] | dict[str, Any] | CallToolResult:
+        handler = self._handlers.get(name)
+        if handler is None:
+            return await super().call_tool(name, arguments)
+        return await handler(self.get_context(), dict(arguments or {}))
+
+
+KIND_NAMES = {str: "a string", bool: "true or false", int: "a whole number"}
+
+
+def take(
+    arguments: dict[str, Any],
+    name: str,
+    kind: type,
+    error: type[SQLEnvError] = InvalidArgumentError,
+) -> Any:
+    """Remove an optional argument from the arguments, checked to be of `kind` (else `error`);
+    None when it was not given."""
+    value = arguments.pop(name, None)
+    if value is not None and type(value) is not kind:
+        raise error(f"{name} must be {KIND_NAMES[kind]}, not {shown(value)}")
+    return value
