@@ -5,7 +5,7 @@ PIP := $(BIN)/python -m pip install --quiet
 # The CPU build of PyTorch must be installed before the training extras, or they pull a CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: setup setup-all run test lint format bench clean image-test
+.PHONY: setup setup-all run test lint format bench clean image-test serve-replicas
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,7 @@ run: setup
 
 test: setup-all node_modules/.package-lock.json
 	scripts/install-browser.sh
+	scripts/apt-install.sh haproxy haproxy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/pytest
@@ -41,6 +42,12 @@ test: setup-all node_modules/.package-lock.json
 image-test: setup-all node_modules/.package-lock.json
 	scripts/install-browser.sh
 	$(BIN)/pytest tests/deploy/test_image.py
+
+# N OpenEnv and N MCP servers behind HAProxy: OpenEnv on :8000, MCP on :8001/mcp, stats on :8404.
+N ?= 4
+serve-replicas: setup-all
+	scripts/apt-install.sh haproxy haproxy
+	$(BIN)/python deploy/serve_replicas.py --replicas $(N) $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
 format: setup
 	$(BIN)/ruff check --fix .

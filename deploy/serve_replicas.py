@@ -1,0 +1,235 @@
+"""Several sqlenv server processes behind HAProxy: one URL per protocol.
+
+    python deploy/serve_replicas.py --replicas 4 --data-dir ../shared/data/spider
+    make serve-replicas N=4
+
+Starts N OpenEnv servers and N MCP streamable-HTTP servers on free 127.0.0.1 ports, then
+HAProxy (`haproxy` on PATH; scripts/apt-install.sh haproxy haproxy) with deploy/haproxy.cfg
+in front of them: OpenEnv (WebSocket /ws, HTTP, /web) on --openenv-port, MCP at /mcp on
+--mcp-port, HAProxy's statistics on --stats-port. When everything answers it prints one JSON
+line on stdout (the URLs, and each replica's URL and process id), then serves until
+interrupted and stops every process it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from env_core.settings import Settings, add_arguments
+from evals.local_server import LocalServer, free_port
+
+TEMPLATE = Path(__file__).with_name("haproxy.cfg")
+
+
+@dataclass
+class Replica:
+    name: str
+    server: LocalServer
+    counters_path: str
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "url": self.server.url, "pid": self.server.process.pid}
+
+    def episodes(self) -> dict[str, int]:
+        """The replica's episode counters (active, created, closed, reaped, steps)."""
+        counters = httpx.get(f"{self.server.url}{self.counters_path}", timeout=5).json()
+        return counters.get("episodes", counters)
+
+
+@dataclass(frozen=True)
+class Ports:
+    openenv: int
+    mcp: int
+    stats: int
+
+    @classmethod
+    def free(cls) -> Ports:
+        return cls(free_port(), free_port(), free_port())
+
+
+class Replicas:
+    """`count` OpenEnv and `count` MCP servers with `settings` (data, episodes, SQL limits),
+    behind one HAProxy. A context manager: everything answers inside the `with` block and is
+    stopped after it. `server_args` are extra flags for every server (e.g. per-client limits).
+    """
+
+    def __init__(
+        self,
+        count: int,
+        settings: Settings,
+        ports: Ports,
+        server_args: list[str] | tuple[str, ...] = (),
+    ) -> None:
+        self.count, self.settings, self.ports = count, settings, ports
+        self.server_args = list(server_args)
+        self.openenv_url = f"http://127.0.0.1:{ports.openenv}"
+        self.mcp_url = f"http://127.0.0.1:{ports.mcp}"
+        self.stats_url = f"http://127.0.0.1:{ports.stats}"
+        self.replicas: list[Replica] = []
+        self.balancer: subprocess.Popen | None = None
+        self._workdir = tempfile.TemporaryDirectory(prefix="sqlenv-replicas-")
+
+    def __enter__(self) -> Replicas:
+        try:
+            self._start_replicas()
+            self._start_balancer()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def of_kind(self, kind: str) -> list[Replica]:
+        return [replica for replica in self.replicas if replica.name.startswith(f"{kind}-")]
+
+    def config(self) -> str:
+        """deploy/haproxy.cfg with this set's addresses and server lines."""
+        fields = {
+            "@OPENENV_BIND@": f"127.0.0.1:{self.ports.openenv}",
+            "@MCP_BIND@": f"127.0.0.1:{self.ports.mcp}",
+            "@STATS_BIND@": f"127.0.0.1:{self.ports.stats}",
+            "@OPENENV_SERVERS@": self._server_lines("openenv"),
+            "@MCP_SERVERS@": self._server_lines("mcp"),
+        }
+        text = TEMPLATE.read_text()
+        for field, value in fields.items():
+            text = text.replace(field, value)
+        return text
+
+    def server_states(self) -> dict[str, str]:
+        """HAProxy's view of each replica: UP, DOWN, ... (from its statistics CSV)."""
+        csv = httpx.get(f"{self.stats_url}/;csv", timeout=5).text.lstrip("# ").splitlines()
+        header = csv[0].split(",")
+        rows = [dict(zip(header, line.split(","), strict=False)) for line in csv[1:]]
+        return {row["svname"]: row["status"] for row in rows if row["svname"] not in _TOTALS}
+
+    def stop(self) -> None:
+        if self.balancer is not None:
+            self.balancer.terminate()
+            self.balancer.wait(timeout=10)
+            self.balancer = None
+        for replica in self.replicas:
+            replica.server.stop()
+        self.replicas = []
+        self._workdir.cleanup()
+
+    def _start_replicas(self) -> None:
+        flags = [*self.settings.arguments(), *self.server_args]
+        python = sys.executable
+        # name: (command, health path, episode counters path)
+        commands = {}
+        for index in range(1, self.count + 1):
+            commands[f"openenv-{index}"] = (
+                [python, "-m", "adapters.openenv.server", *flags],
+                "/health",
+                "/stats",
+            )
+            commands[f"mcp-{index}"] = (
+                [python, "-m", "sqlenv_mcp", "--transport", "http", *flags],
+                "/healthz",
+                "/healthz",
+            )
+
+        def start(name: str) -> Replica:
+            command, health_path, counters_path = commands[name]
+            port = free_port()
+            server = LocalServer([*command, "--port", str(port)], port, health_path)
+            return Replica(name, server, counters_path)
+
+        # Started side by side: each spends seconds importing and loading its catalog.
+        with ThreadPoolExecutor(len(commands)) as pool:
+            futures = [pool.submit(start, name) for name in commands]
+            for future in futures:
+                if future.exception() is None:
+                    self.replicas.append(future.result())
+            for future in futures:
+                future.result()
+
+    def _server_lines(self, kind: str) -> str:
+        return "\n".join(
+            f"    server {replica.name} {replica.server.url.removeprefix('http://')}"
+            for replica in self.of_kind(kind)
+        )
+
+    def _start_balancer(self) -> None:
+        config = Path(self._workdir.name) / "haproxy.cfg"
+        config.write_text(self.config())
+        log = Path(self._workdir.name) / "haproxy.log"
+        with log.open("w") as stderr:
+            self.balancer = subprocess.Popen(
+                ["haproxy", "-db", "-f", str(config)], stdout=stderr, stderr=stderr
+            )
+        deadline = time.monotonic() + 30
+        for url in (f"{self.openenv_url}/health", f"{self.mcp_url}/healthz"):
+            while not _answers(url):
+                if self.balancer.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"HAProxy did not start: {log.read_text()[-2000:]}")
+                time.sleep(0.1)
+
+
+_TOTALS = {"FRONTEND", "BACKEND"}
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replicas", type=int, default=4, help="servers of each kind (4)")
+    parser.add_argument("--openenv-port", type=int, default=8000, help="(8000)")
+    parser.add_argument("--mcp-port", type=int, default=8001, help="(8001)")
+    parser.add_argument("--stats-port", type=int, default=8404, help="(8404)")
+    parser.add_argument(
+        "--server-args",
+        default="",
+        help="more flags for every server, e.g. '--max-connections-per-client 256'",
+    )
+    add_arguments(parser, groups=("data", "episodes", "sql"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    ports = Ports(args.openenv_port, args.mcp_port, args.stats_port)
+    # SIGTERM stops everything the way Ctrl-C does.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    replicas = Replicas(
+        args.replicas, Settings.from_arguments(args), ports, shlex.split(args.server_args)
+    )
+    try:
+        with replicas:
+            ready = {
+                "openenv": replicas.openenv_url,
+                "mcp": f"{replicas.mcp_url}/mcp",
+                "stats": replicas.stats_url,
+                "replicas": [replica.describe() for replica in replicas.replicas],
+            }
+            print(json.dumps(ready), flush=True)
+            replicas.balancer.wait()
+            print("HAProxy exited", file=sys.stderr)
+            return 1
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
