@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -23,7 +24,7 @@ from adapters.trl import SQLEnvTRL
 from adapters.trl.remote import RemoteSQLEnvTRL
 from env_core.answers import gold_as_json
 from env_core.sessions import SessionManager
-from evals.doors import DoorSpec, InProcessDoor, open_door
+from evals.doors import InProcessDoor, open_door
 from evals.evaluate import evaluate
 from evals.policies import OraclePolicy
 
@@ -99,10 +100,8 @@ def test_docs_list_reset_step_the_websocket_and_the_action_schema(openenv):
     assert {"tool_name", "arguments"} <= set(action["properties"])
 
 
-def test_typed_client_episodes_over_the_websocket_get_the_engines_rewards(
-    openenv, spider_dir, cache_dir
-):
-    spec = DoorSpec("openenv", str(spider_dir), SPLIT, str(cache_dir), url=openenv.url)
+def test_typed_client_episodes_over_the_websocket_get_the_engines_rewards(openenv, dev_door_spec):
+    spec = replace(dev_door_spec, kind="openenv", url=openenv.url)
     served = evaluate(open_door(spec), OraclePolicy(), 3, seed=0).records
     local = evaluate(InProcessDoor(spec), OraclePolicy(), 3, seed=0).records
     assert all(record.correct for record in served)
