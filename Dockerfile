@@ -25,7 +25,7 @@ COPY evals ./evals
 # The project itself, from this tree, with every door and the evaluation harness (`sqlenv
 # eval`); the training stack (torch) stays out. Dependencies are bounded in pyproject.toml.
 # hadolint ignore=DL3013
-RUN pip install --no-cache-dir ".[mcp,openenv,eval]"
+RUN pip install --no-cache-dir ".[openenv,eval]"
 
 USER 1000
 # Build the demo databases and their answer keys now, so the first start is warm.

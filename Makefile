@@ -11,20 +11,21 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) --upgrade pip
 
-$(VENV)/.base: pyproject.toml | $(BIN)/python
-	$(PIP) -e '.[mcp,dev]'
+# Serving the MCP tools needs the package alone; the tests need every extra.
+$(VENV)/.serve: pyproject.toml | $(BIN)/python
+	$(PIP) -e .
 	touch $@
 
-$(VENV)/.all: pyproject.toml $(VENV)/.base
+$(VENV)/.all: pyproject.toml $(VENV)/.serve
 	$(PIP) $(TORCH)
-	$(PIP) -e '.[mcp,openenv,train,eval,dev]'
+	$(PIP) -e '.[openenv,train,eval,dev]'
 	touch $@
 
 # The MCP Inspector (Node) that the tests drive in CLI mode.
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
-setup: $(VENV)/.base
+setup: $(VENV)/.serve
 
 setup-all: $(VENV)/.all
 
@@ -49,7 +50,7 @@ serve-replicas: setup-all
 	scripts/apt-install.sh haproxy haproxy
 	$(BIN)/python deploy/serve_replicas.py --replicas $(N) $(if $(DATA_DIR),--data-dir $(DATA_DIR))
 
-format: setup
+format: setup-all
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 

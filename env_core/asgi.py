@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
@@ -103,3 +104,18 @@ def sweeping_while_running(
         return message
 
     return watched
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port, made before the server says it is serving; an `OSError`
+    that says which address when it cannot be (in use, not allowed, no such address)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as error:
+        listener.close()
+        reason = (error.strerror or str(error)).lower()
+        raise OSError(f"cannot listen on {host}:{port}: {reason}") from None
+    return listener

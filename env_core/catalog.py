@@ -14,6 +14,7 @@ warning in the log.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -74,6 +75,16 @@ class Split:
     def exclusion_counts(self) -> Counter[str]:
         return Counter(exclusion.reason for exclusion in self.excluded)
 
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """What the split asks, in 16 hex digits: two catalogs with the same fingerprint ask
+        the same questions about the same databases and grade them with the same answers."""
+        digest = hashlib.sha256()
+        for question in self.questions:
+            fields = (question.id, question.db_id, question.text, question.hardness, question.gold)
+            digest.update(repr(fields).encode())
+        return digest.hexdigest()[:16]
+
 
 class Catalog:
     """Questions by split, id and database, over one data directory."""
@@ -95,6 +106,8 @@ class Catalog:
     ) -> Catalog:
         """Load splits, from the cache when it is fresh; `refresh` re-runs every gold query."""
         data_dir = Path(data_dir)
+        if not data_dir.is_dir():
+            raise DataError(f"no such directory: {data_dir} (pass --data-dir or SQLENV_DATA_DIR)")
         if not (data_dir / "database").is_dir():
             raise DataError(
                 f"{data_dir} is not a Spider-format data directory: it has no database/ folder "

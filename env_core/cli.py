@@ -11,31 +11,24 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from env_core.catalog import Catalog, Split, question_files
+from env_core.command_line import CommandParser, run_main
 from env_core.demo import resolve_data_dir
 from env_core.episode import Episode, ToolResult
-from env_core.errors import SQLEnvError
 from env_core.factory import open_sessions
 from env_core.oracle import play_oracle
-from env_core.settings import Settings, add_arguments
+from env_core.settings import OPTIONS, Settings, add_arguments, shown_value
 
 HARDNESS_ORDER = ("easy", "medium", "hard", "extra")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    try:
-        return args.run(args)
-    except SQLEnvError as error:
-        print(f"sqlenv: {error}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        return 130
+    return run_main(args.command, lambda: args.run(args))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="sqlenv", description="An SQL-exploration environment for LLM agents."
     )
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
@@ -55,12 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
     prepare.add_argument(
         "--refresh", action="store_true", help="ignore the cache and re-run every gold query"
     )
-    prepare.set_defaults(run=run_prepare)
+    prepare.set_defaults(run=run_prepare, command="sqlenv data prepare")
 
     play = commands.add_parser("play", help="play one episode and print its transcript")
     add_arguments(play, groups=("data", "episodes", "sql"))
-    play.add_argument("--question-id", help="a question id such as dev:12")
-    play.add_argument("--db-id", help="draw the question from this database only")
+    choice = play.add_mutually_exclusive_group()
+    choice.add_argument("--question-id", help="a question id such as dev:12")
+    choice.add_argument("--db-id", help="draw the question from this database only")
     play.add_argument("--seed", type=int, default=0, help="seed for the question choice (0)")
     play.add_argument(
         "--interactive",
@@ -68,7 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="type the calls yourself (e.g. `describe singer`, `query SELECT ...`, `answer 42`) "
         "instead of the oracle, which knows the gold SQL",
     )
-    play.set_defaults(run=run_play)
+    play.set_defaults(run=run_play, command="sqlenv play")
+
+    settings = commands.add_parser(
+        "settings",
+        help="list every shared setting: its flag, environment variable, default and value now",
+    )
+    settings.set_defaults(run=run_settings, command="sqlenv settings")
     # Other packages add commands (e.g. `sqlenv eval`) through this entry-point group, so the
     # engine never imports them.
     for command in entry_points(group="sqlenv.commands"):
@@ -81,8 +81,8 @@ def run_prepare(args: argparse.Namespace) -> int:
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
     data_dir = resolve_data_dir(settings.data_dir, cache_dir)
     splits = list(question_files(data_dir)) if args.all_splits else [settings.split]
-    print(f"data: {data_dir}")
     catalog = Catalog.load(data_dir, splits, cache_dir=cache_dir, refresh=args.refresh)
+    print(f"data: {data_dir}")
     for split in catalog.splits.values():
         print(split_report(split))
     first = sum(split.load_seconds for split in catalog.splits.values())
@@ -108,6 +108,19 @@ def split_report(split: Split) -> str:
     for reason, count in split.exclusion_counts().most_common():
         lines.append(f"  excluded, {reason}: {count}")
     return "\n".join(lines)
+
+
+def run_settings(_args: argparse.Namespace) -> int:
+    """The settings every command shares, with the values the environment gives them now."""
+    now, defaults = Settings.from_environment(), Settings()
+    rows = [("flag", "variable", "default", "now")]
+    for option in OPTIONS:
+        default, value = getattr(defaults, option.field), getattr(now, option.field)
+        rows.append((option.flag, option.variable, shown_value(default), shown_value(value)))
+    widths = [max(len(row[column]) for row in rows) for column in range(3)]
+    for *padded, last in rows:
+        print("  ".join([*map(str.ljust, padded, widths), last]))
+    return 0
 
 
 def run_play(args: argparse.Namespace) -> int:
@@ -150,9 +163,27 @@ def play_interactive(episode: Episode) -> None:
             print("type one of: describe TABLE | sample TABLE [N] | query SQL | answer VALUE")
             continue
         arguments: dict = {argument_names[tool]: rest.strip()}
-        if tool == "sample" and len(parts := shlex.split(rest)) == 2 and parts[1].isdigit():
-            arguments = {"table": parts[0], "n": int(parts[1])}
+        if tool == "sample":
+            sampled = sample_arguments(rest)
+            if sampled is None:
+                print("sample takes a table and, if you like, a number of rows: sample books 3")
+                continue
+            arguments = sampled
         print_step(arguments, episode.call(tool, arguments))
+
+
+def sample_arguments(typed: str) -> dict | None:
+    """`TABLE [N]` as sample's arguments (a quoted table name may hold spaces); None when it is
+    not of that form."""
+    try:
+        parts = shlex.split(typed)
+    except ValueError:  # an unclosed quote
+        return None
+    if len(parts) == 1:
+        return {"table": parts[0]}
+    if len(parts) == 2 and parts[1].isascii() and parts[1].isdigit():
+        return {"table": parts[0], "n": int(parts[1])}
+    return None
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from typing import Any
 
 from env_core.catalog import Catalog
 from env_core.demo import resolve_data_dir
+from env_core.errors import DataError
 from env_core.sessions import SessionConfig, SessionManager
 from env_core.settings import Settings
 
@@ -21,6 +22,13 @@ def open_sessions(settings: Settings | None = None, **changes: Any) -> SessionMa
     settings = (settings or Settings.from_environment()).replace(**changes)
     config = SessionConfig.of(settings)
     catalog = load_catalog(settings)
+    split = catalog.splits[settings.split]
+    if not split.questions:
+        reasons = "; ".join(f"{why}: {n}" for why, n in split.exclusion_counts().most_common())
+        raise DataError(
+            f"split {settings.split!r} has no question an episode can ask: all "
+            f"{len(split.excluded)} were excluded ({reasons or 'the question file is empty'})"
+        )
     return SessionManager(catalog, config)
 
 

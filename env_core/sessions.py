@@ -104,6 +104,16 @@ class SessionManager:
         self._stopping = threading.Event()
         self.sandbox = Sandbox(self.config.sql_workers, self.config.sql_memory_mb)
 
+    def served(self) -> dict[str, Any]:
+        """What the manager serves, for a client to check it evaluates the same questions: the
+        split, its question count and fingerprint (`Split.fingerprint`)."""
+        split = self.catalog.splits[self.config.split]
+        return {
+            "split": split.name,
+            "questions": len(split.questions),
+            "fingerprint": split.fingerprint,
+        }
+
     @property
     def tools(self) -> tuple[ToolSpec, ...]:
         """The tools as this manager's agents read them: with its row limits."""

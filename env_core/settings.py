@@ -23,7 +23,7 @@ from env_core.rewards import PROFILES
 GROUPS = ("data", "episodes", "sql", "server")
 
 
-def _whole(low: int, high: int | None = None) -> Callable[[str], int]:
+def whole(low: int, high: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
         stripped = text.strip()
         if not stripped.lstrip("-").isdigit():
@@ -179,7 +179,7 @@ OPTIONS: tuple[Option, ...] = (
         shown_default="~/.cache/sqlenv",
     ),
     Option("split", "--split", _text, "data", "question split to serve", "NAME"),
-    Option("max_steps", "--max-steps", _whole(1, 1000), "episodes", "step budget per episode", "N"),
+    Option("max_steps", "--max-steps", whole(1, 1000), "episodes", "step budget per episode", "N"),
     Option(
         "reward_profile",
         "--reward-profile",
@@ -188,11 +188,11 @@ OPTIONS: tuple[Option, ...] = (
         "reward profile",
         choices=tuple(sorted(PROFILES)),
     ),
-    Option("max_episodes", "--max-episodes", _whole(1), "episodes", "episodes open at once", "N"),
+    Option("max_episodes", "--max-episodes", whole(1), "episodes", "episodes open at once", "N"),
     Option(
         "max_episodes_per_client",
         "--max-episodes-per-client",
-        _whole(1),
+        whole(1),
         "episodes",
         "episodes one client (remote address) may hold open at once",
         "N",
@@ -220,11 +220,11 @@ OPTIONS: tuple[Option, ...] = (
         "seconds one query may run",
         "SECONDS",
     ),
-    Option("max_rows", "--max-rows", _whole(1, 1000), "sql", "rows shown per query", "N"),
+    Option("max_rows", "--max-rows", whole(1, 1000), "sql", "rows shown per query", "N"),
     Option(
         "sql_workers",
         "--sql-workers",
-        _whole(1, 64),
+        whole(1, 64),
         "sql",
         "worker processes that run agent SQL; at most this many queries run at once",
         "N",
@@ -232,17 +232,17 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "sql_memory_mb",
         "--sql-memory",
-        _whole(16, 65536),
+        whole(16, 65536),
         "sql",
         "memory one query may use, in MiB; a query that needs more is stopped",
         "MIB",
     ),
     Option("host", "--host", _text, "server", "address to bind", "ADDRESS"),
-    Option("port", "--port", _whole(1, 65535), "server", "port to listen on", "PORT"),
+    Option("port", "--port", whole(1, 65535), "server", "port to listen on", "PORT"),
     Option(
         "max_connections_per_client",
         "--max-connections-per-client",
-        _whole(1),
+        whole(1),
         "server",
         "connections (MCP sessions, WebSockets) one client may hold open",
         "N",
@@ -281,7 +281,7 @@ def add_arguments(parser: argparse.ArgumentParser, groups: Iterable[str] = GROUP
                     default = _parsed(option, os.environ[option.variable], option.variable)
                 except ValueError as error:
                     parser.error(str(error))
-            shown = option.shown_default if default is None else _shown(default)
+            shown = option.shown_default if default is None else shown_value(default)
             help_text = f"{option.help} (default: {shown}; ${option.variable})"
             if option.parse is _switch:
                 group.add_argument(
@@ -295,7 +295,7 @@ def add_arguments(parser: argparse.ArgumentParser, groups: Iterable[str] = GROUP
             group.add_argument(
                 option.flag,
                 dest=option.field,
-                type=_argument_type(option),
+                type=argument_type(option.parse),
                 default=default,
                 metavar=option.metavar,
                 choices=option.choices,
@@ -303,18 +303,24 @@ def add_arguments(parser: argparse.ArgumentParser, groups: Iterable[str] = GROUP
             )
 
 
-def _shown(value: object) -> str:
+def shown_value(value: object) -> str:
+    """A setting's value as help texts and listings show it."""
+    if value is None:
+        return "-"
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _argument_type(option: Option) -> Callable[[str], Any]:
-    def parse(text: str) -> Any:
+def argument_type(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A parser of this module (e.g. `whole(1)`) as an argparse type: its ValueError's words
+    become the usage error."""
+
+    def checked(text: str) -> Any:
         try:
-            return option.parse(text)
+            return parse(text)
         except ValueError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
 
-    return parse
+    return checked
 
 
 def _parsed(option: Option, text: str, where: str) -> Any:

@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from env_core.settings import Settings, add_arguments
+from env_core.command_line import CommandError
+from env_core.extras import require_extra
+from env_core.settings import Settings, add_arguments, argument_type, whole
 from evals.doors import DOOR_KINDS, DoorSpec, open_door
+from evals.local_server import check_reachable
 
 if TYPE_CHECKING:
     from evals.policy import Policy
 
 POLICIES = ("oracle", "random", "openai", "hf")
+SERVER_DOORS = ("mcp-http", "openenv")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -50,7 +53,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="number of episodes, or 'all' for every kept question once (all)",
     )
     run.add_argument("--seed", type=int, default=0, help="seed of the episode plan (0)")
-    run.add_argument("--workers", type=int, default=1, help="episodes in parallel processes (1)")
+    run.add_argument(
+        "--workers",
+        type=argument_type(whole(1, 64)),
+        default=1,
+        metavar="N",
+        help="episodes in parallel processes (1)",
+    )
     run.add_argument("--out", type=Path, required=True, help="run folder (resumed if it exists)")
     run.add_argument("--label", help="the run's name in tables and plots")
     run.add_argument(
@@ -73,7 +82,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     llm.add_argument("--temperature", type=float, default=0.0, help="(0: greedy)")
     llm.add_argument("--max-new-tokens", type=int, default=512, help="per model turn (512)")
-    run.set_defaults(run=run_eval)
+    run.set_defaults(run=run_eval, command="sqlenv eval")
 
     compare = commands.add_parser(
         "eval-compare",
@@ -83,7 +92,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     compare.add_argument("runs", nargs="+", type=Path, help="run folders, each with run.json")
     compare.add_argument("--labels", help="comma-separated names for the runs")
     compare.add_argument("--out", type=Path, required=True, help="folder for the report")
-    compare.set_defaults(run=run_compare)
+    compare.set_defaults(run=run_compare, command="sqlenv eval-compare")
 
 
 def episode_count(text: str) -> int | str:
@@ -107,22 +116,31 @@ def build_policy(args: argparse.Namespace) -> Policy:
 
     model = args.model or os.environ.get("SQLENV_EVAL_MODEL")
     if not model:
-        raise SystemExit(f"sqlenv eval: --policy {args.policy} needs --model")
+        raise CommandError(f"--policy {args.policy} needs --model")
     generation = GenerationSettings(args.temperature, args.max_new_tokens)
     if args.policy == "openai":
         from evals.llm.openai_chat import OpenAIChatPolicy
 
+        check_reachable(args.base_url, "model endpoint", "/models")
         api_key = os.environ.get(args.api_key_env, "")
         return OpenAIChatPolicy(args.base_url, model, api_key, generation)
+    require_extra("train", "--policy hf")
     from evals.llm.hf_chat import HFChatPolicy
 
     return HFChatPolicy(model, generation)
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    require_extra("eval", "sqlenv eval")
+    if args.door == "openenv":
+        require_extra("openenv", "--door openenv")
+    if args.url and args.door not in SERVER_DOORS:
+        raise CommandError(f"--url goes with --door {' or '.join(SERVER_DOORS)}")
+    if args.out.exists() and not args.out.is_dir():
+        raise CommandError(f"--out {args.out} is a file, not a run folder")
     from evals.evaluate import evaluate
     from evals.report import summary_rows, text_table, write_report
-    from evals.run_folder import ResumeMismatchError, Run
+    from evals.run_folder import Run
 
     spec = DoorSpec(args.door, Settings.from_arguments(args), args.url)
     policy = build_policy(args)
@@ -139,9 +157,6 @@ def run_eval(args: argparse.Namespace) -> int:
             workers=args.workers,
             progress=args.progress,
         )
-    except ResumeMismatchError as error:
-        print(f"sqlenv eval: {error}", file=sys.stderr)
-        return 2
     finally:
         door.close()
     run = Run(
@@ -158,7 +173,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     labels = args.labels.split(",") if args.labels else [None] * len(args.runs)
     if len(labels) != len(args.runs):
-        raise SystemExit("sqlenv eval-compare: give one label per run folder")
+        raise CommandError("give one label per run folder")
     runs = [Run.load(path, label) for path, label in zip(args.runs, labels, strict=True)]
     print(text_table(*summary_rows(runs)))
     print(f"report: {write_report(runs, args.out)}")

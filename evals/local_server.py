@@ -12,6 +12,21 @@ import httpx
 
 from env_core.parent_watch import PARENT_VARIABLE
 
+REACH_TIMEOUT_S = 10.0
+
+
+def check_reachable(url: str, what: str, path: str = "") -> None:
+    """Raise `ConnectionError`, in one sentence, unless something answers HTTP at url + path."""
+    try:
+        httpx.get(url.rstrip("/") + path, timeout=REACH_TIMEOUT_S)
+    except httpx.TimeoutException:
+        reason = f"no answer within {REACH_TIMEOUT_S:g} s"
+    except httpx.HTTPError as error:
+        reason = "connection refused" if isinstance(error, httpx.ConnectError) else str(error)
+    else:
+        return
+    raise ConnectionError(f"cannot reach the {what} at {url}: {reason}")
+
 
 def free_port() -> int:
     with socket.socket() as probe:

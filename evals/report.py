@@ -17,11 +17,17 @@ def percent(p: Proportion) -> str:
     return f"{100 * p.rate:.1f}% [{100 * p.low:.1f}, {100 * p.high:.1f}]"
 
 
+def signed(value: float) -> str:
+    """A signed number to 3 places; a value that rounds to zero is shown as 0.000."""
+    shown = f"{value:+.3f}"
+    return "0.000" if float(shown) == 0 else shown
+
+
 def _group_cells(group: GroupSummary) -> list[str]:
     return [
         str(group.episodes),
         percent(group.success),
-        f"{group.avg_reward:+.3f}",
+        signed(group.avg_reward),
         f"{group.avg_steps:.2f}",
     ]
 
@@ -33,7 +39,9 @@ def summary_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
     for run in runs:
         rows.append([run.label, "all", *_group_cells(run.summary.overall)])
         for level in HARDNESS_LEVELS:
-            rows.append(["", level, *_group_cells(run.summary.by_hardness[level])])
+            group = run.summary.by_hardness[level]
+            if group.episodes:  # a level the run did not meet has nothing to show
+                rows.append(["", level, *_group_cells(group)])
     return header, rows
 
 
@@ -70,8 +78,14 @@ def _details_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
 def _config_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
     keys = sorted({key for run in runs for key in run.config})
     return ["", *(run.label for run in runs)], [
-        [key, *(str(run.config.get(key, "")) for run in runs)] for key in keys
+        [key, *(_setting(key, run.config.get(key, "")) for run in runs)] for key in keys
     ]
+
+
+def _setting(key: str, value: object) -> str:
+    if value is None and key == "data_dir":
+        return "the embedded demo"
+    return "" if value is None else str(value)
 
 
 def write_report(runs: Sequence[Run], folder: str | Path) -> Path:

@@ -10,11 +10,13 @@ name, type and range and answers a mistake in its own words, as it does through 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from importlib.metadata import version
 from typing import Any
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, ContentBlock, ToolAnnotations
 
+from env_core.command_line import PACKAGE
 from env_core.errors import InvalidArgumentError, SQLEnvError, shown
 
 # A tool's work: the calling context and the arguments as sent, to the result.
@@ -25,6 +27,8 @@ class AgentToolServer(FastMCP):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._handlers: dict[str, Handler] = {}
+        # FastMCP gives no way to name the server's version; without it, clients see the SDK's.
+        self._mcp_server.version = version(PACKAGE)
 
     def add_agent_tool(
         self,

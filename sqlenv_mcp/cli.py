@@ -9,7 +9,8 @@ from pathlib import Path
 
 from mcp.server.fastmcp import FastMCP
 
-from env_core.errors import SQLEnvError
+from env_core.asgi import listening_socket
+from env_core.command_line import CommandError, CommandParser, run_main
 from env_core.factory import open_sessions
 from env_core.parent_watch import stop_with_parent
 from env_core.sandbox import Sandbox
@@ -21,11 +22,9 @@ from sqlenv_mcp.server import HttpSettings, build_episode_server, build_explorer
 
 TOKEN_VARIABLE = "SQLENV_MCP_TOKEN"
 
-log = logging.getLogger("sqlenv_mcp")
-
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="sqlenv-mcp",
         description="Serve the sqlenv SQL-exploration tools over MCP. Episode mode (default): "
         "questions about hidden-schema databases, with start_episode, describe, sample, query, "
@@ -78,6 +77,8 @@ def build_server(args: argparse.Namespace) -> tuple[FastMCP, Callable[[str], boo
     in use (see `sqlenv_mcp.guard`); raises SQLEnvError on bad data."""
     http = http_settings(args)
     settings = http.settings
+    if args.db and args.data_dir_given:
+        raise CommandError("--db serves your own files; it does not go with --data-dir")
     if args.db:
         limits = SessionConfig.of(settings).limits
         sandbox = Sandbox(settings.sql_workers, settings.sql_memory_mb)
@@ -99,20 +100,22 @@ def serve(server: FastMCP, in_use: Callable[[str], bool], args: argparse.Namespa
     stop_with_parent()
     http = http_settings(args)
     host, port = http.settings.host, http.settings.port
-    log.warning("serving MCP at http://%s:%d/mcp (health: /healthz)", host, port)
+    listener = listening_socket(host, port)
     app = http_app(server, http, args.auth_token, in_use)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    print(f"sqlenv-mcp: serving MCP at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    args.data_dir_given = any(arg.split("=")[0] == "--data-dir" for arg in argv)
     logging.basicConfig(
         level=args.log_level.upper(), stream=sys.stderr, format="%(name)s: %(message)s"
     )
-    try:
+
+    def start() -> None:
         server, in_use = build_server(args)
-    except (SQLEnvError, ValueError) as error:
-        print(f"sqlenv-mcp: {error}", file=sys.stderr)
-        return 2
-    serve(server, in_use, args)
-    return 0
+        serve(server, in_use, args)
+
+    return run_main("sqlenv-mcp", start)

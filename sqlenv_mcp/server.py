@@ -89,13 +89,18 @@ def build_episode_server(
     @server.resource(
         "sqlenv://databases",
         name="databases",
-        description="The databases questions are asked about, with their question counts.",
+        description="The databases questions are asked about, with their question counts, and "
+        "the served catalog's fingerprint.",
         mime_type="application/json",
     )
     def databases() -> str:
         counts = Counter(q.db_id for q in manager.catalog.questions(manager.config.split))
         return json.dumps(
-            {"split": manager.config.split, "databases": dict(sorted(counts.items()))}
+            {
+                "split": manager.config.split,
+                "databases": dict(sorted(counts.items())),
+                "catalog": manager.served(),
+            }
         )
 
     @server.prompt(description="Start an episode and solve it with the tools.")

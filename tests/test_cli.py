@@ -39,7 +39,7 @@ def test_interactive_play_reads_calls_from_stdin(cache_dir):
             "--cache-dir",
             str(cache_dir),
         ],
-        input="describe farms\nfly away\nanswer 42\n",
+        input="describe farms\nfly away\nsample farms abc\nsample farms 1\nanswer 42\n",
         capture_output=True,
         text=True,
         timeout=120,
@@ -47,6 +47,8 @@ def test_interactive_play_reads_calls_from_stdin(cache_dir):
     )
     assert "table farms:" in result.stdout
     assert "type one of: describe TABLE" in result.stdout
+    assert "sample takes a table and, if you like, a number of rows" in result.stdout
+    assert "> sample(table='farms', n=1)" in result.stdout
     assert "The episode is over." in result.stdout
 
 
@@ -65,8 +67,8 @@ def test_prepare_prints_counts_reasons_and_warm_start(spider_dir, cache_dir):
     assert "warm start:" in out
 
 
-def test_missing_data_directory_is_a_clear_error(tmp_path):
-    result = sqlenv("play", "--data-dir", str(tmp_path / "nope"), cache_dir=tmp_path, check=False)
+def test_a_directory_without_databases_is_a_clear_error(tmp_path):
+    result = sqlenv("play", "--data-dir", str(tmp_path), cache_dir=tmp_path, check=False)
     assert result.returncode == 2
     assert "has no database/ folder" in result.stderr
     assert result.stdout == ""

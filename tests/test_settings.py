@@ -157,3 +157,25 @@ async def test_every_door_describes_the_tools_under_the_limits_in_force(manager_
         (f["function"]["name"], f["function"]["description"]) for f in chat_tools(trl.tools)
     ]
     assert described == expected
+
+
+@pytest.mark.parametrize("command", parsers().keys())
+def test_every_command_tells_its_version(command, capsys):
+    from importlib.metadata import version
+
+    parser, _ = parsers()[command]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--version"])
+    assert capsys.readouterr().out.strip().endswith(version("sqlenv-mcp"))
+
+
+def test_the_settings_command_lists_every_variable_and_its_value(monkeypatch, capsys):
+    from env_core.cli import main
+
+    monkeypatch.setenv("SQLENV_MAX_STEPS", "9")
+    assert main(["settings"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["flag", "variable", "default", "now"]
+    listed = {line.split()[1]: line.split()[2:] for line in lines[1:]}
+    assert set(listed) == {option.variable for option in OPTIONS}
+    assert listed["SQLENV_MAX_STEPS"] == ["15", "9"]

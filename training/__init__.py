@@ -1,1 +1,8 @@
-"""Training on the environment with TRL: datasets, oracle SFT transcripts, SFT and GRPO."""
+"""Training with TRL: datasets, oracle transcripts for SFT, the SFT and GRPO entry points.
+
+The package needs the `train` extra; without it, importing it is one clear error.
+"""
+
+from env_core.extras import require_extra
+
+require_extra("train", "training", __name__)

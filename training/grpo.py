@@ -7,11 +7,13 @@ episode per rollout, rewarded by the engine (`SQLEnvTRL.get_reward`).
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from trl import GRPOConfig, GRPOTrainer
 
 from adapters.trl import environment_factory
+from env_core.command_line import run_main
 from training.config import RunConfig
 from training.datasets import task_dataset
 from training.setup import command_line, load_run, model_path, open_run
@@ -28,8 +30,13 @@ def grpo_trainer(config: RunConfig) -> GRPOTrainer:
     )
 
 
-def main(argv: list[str] | None = None) -> None:
-    arguments = command_line("grpo", __doc__.split("\n\n")[0]).parse_args(argv)
+def main(argv: list[str] | None = None) -> int:
+    parser = command_line("grpo", __doc__.split("\n\n")[0])
+    arguments = parser.parse_args(argv)
+    return run_main(parser.prog, lambda: train(arguments))
+
+
+def train(arguments: argparse.Namespace) -> None:
     trainer = grpo_trainer(load_run(arguments, "grpo"))
     trainer.train(resume_from_checkpoint=arguments.resume)
     trainer.save_model()
@@ -39,4 +46,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

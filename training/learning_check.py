@@ -14,11 +14,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import sys
 from pathlib import Path
 
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from adapters.trl import SQLEnvTRL
+from env_core.command_line import CommandParser, run_main
+from env_core.settings import Settings, add_arguments, argument_type, whole
 from training.config import load_config, tiny_config
 from training.datasets import choose_questions
 from training.setup import OFFLINE, model_path, open_run, oracle_dataset
@@ -26,15 +29,22 @@ from training.sft import sft_trainer
 from training.tool_calls import well_formed_rate
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m training.learning_check")
-    parser.add_argument("--data-dir", help="a Spider-format directory (default: the demo)")
-    parser.add_argument("--split", default="dev")
-    parser.add_argument("--train-limit", type=int, default=44)
-    parser.add_argument("--held-out", type=int, default=14)
-    parser.add_argument("--epochs", type=float, help="default: sft_tiny.toml's")
+def main(argv: list[str] | None = None) -> int:
+    parser = CommandParser(prog="python -m training.learning_check", description=__doc__)
+    parser.add_argument(
+        "--train-limit", type=argument_type(whole(1)), default=44, help="SFT questions (44)"
+    )
+    parser.add_argument(
+        "--held-out", type=argument_type(whole(1)), default=14, help="held-out prompts (14)"
+    )
+    parser.add_argument("--epochs", type=float, help="SFT epochs (default: sft_tiny.toml's)")
     parser.add_argument("--output-dir", type=Path, default=Path("outputs/learning-check"))
+    add_arguments(parser, groups=("data",))
     arguments = parser.parse_args(argv)
+    return run_main(parser.prog, lambda: check(arguments))
+
+
+def check(arguments: argparse.Namespace) -> None:
     for name in OFFLINE:
         os.environ.setdefault(name, "1")
 
@@ -46,8 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     }
     config = dataclasses.replace(
         base,
-        data_dir=arguments.data_dir,
-        split=arguments.split,
+        settings=Settings.from_arguments(arguments),
         limit=arguments.train_limit,
         trainer=trainer_settings,
     )
@@ -74,4 +83,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -12,6 +12,7 @@ from datasets import Dataset
 
 from adapters.trl import SQLEnvTRL
 from env_core.catalog import Question
+from env_core.command_line import CommandParser
 from env_core.factory import open_sessions
 from env_core.sessions import SessionManager
 from training.config import RunConfig, load_config, tiny_config
@@ -30,7 +31,7 @@ class RunSetup:
 
 
 def command_line(stage: str, description: str) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"python -m training.{stage}", description=description)
+    parser = CommandParser(prog=f"python -m training.{stage}", description=description)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--config", type=Path, help="a TOML run configuration")
     source.add_argument(

@@ -7,11 +7,13 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from datasets import Dataset
 from trl import SFTConfig, SFTTrainer
 
+from env_core.command_line import run_main
 from training.config import RunConfig
 from training.setup import (
     RunSetup,
@@ -42,8 +44,13 @@ def run_sft(config: RunConfig, resume: str | bool | None = None) -> SFTTrainer:
     return trainer
 
 
-def main(argv: list[str] | None = None) -> None:
-    arguments = command_line("sft", __doc__.split("\n\n")[0]).parse_args(argv)
+def main(argv: list[str] | None = None) -> int:
+    parser = command_line("sft", __doc__.split("\n\n")[0])
+    arguments = parser.parse_args(argv)
+    return run_main(parser.prog, lambda: train(arguments))
+
+
+def train(arguments: argparse.Namespace) -> None:
     trainer = run_sft(load_run(arguments, "sft"), arguments.resume)
     if arguments.push_to_hub:
         trainer.push_to_hub(arguments.push_to_hub)
@@ -51,4 +58,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

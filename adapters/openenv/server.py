@@ -14,7 +14,9 @@ import argparse
 import functools
 import logging
 import os
+import sys
 from dataclasses import asdict
+from typing import Any
 
 import uvicorn
 from fastapi import FastAPI, Request
@@ -30,12 +32,12 @@ from adapters.openenv.guard import RequestGuard
 from adapters.openenv.models import EpisodeObservation, SQLState
 from adapters.openenv.openapi import document_websocket
 from adapters.openenv.web import build_play_ui
+from env_core.asgi import listening_socket
+from env_core.command_line import CommandParser, run_main
 from env_core.errors import shown
 from env_core.factory import open_sessions
 from env_core.parent_watch import stop_with_parent
 from env_core.settings import Settings, add_arguments
-
-log = logging.getLogger("adapters.openenv")
 
 # Episodes held beyond the WebSocket sessions: the web page's one, and those of stateless
 # POST /reset calls, which live only while the request runs.
@@ -66,6 +68,19 @@ def build_app(settings: Settings) -> FastAPI:
     )
     document_websocket(app)
 
+    if not web_enabled():
+
+        @app.get("/web", include_in_schema=False)
+        def web_is_off() -> JSONResponse:
+            message = (
+                "the web page is off: start the server with --web (or ENABLE_WEB_INTERFACE=true)"
+            )
+            return JSONResponse({"detail": message}, status_code=404)
+
+    @app.get("/catalog", tags=["Environment Info"], summary="The split served and its fingerprint")
+    def catalog() -> dict[str, Any]:
+        return manager.served()
+
     @app.get("/stats", tags=["Environment Info"], summary="Episodes held by the engine")
     def stats() -> dict[str, int]:
         return asdict(manager.stats())
@@ -86,8 +101,13 @@ def build_app(settings: Settings) -> FastAPI:
     return app
 
 
+def web_enabled() -> bool:
+    """OpenEnv's own switch for the /web page."""
+    return os.environ.get("ENABLE_WEB_INTERFACE", "").lower() in ("1", "true", "yes")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="sqlenv-openenv",
         description="Serve the sqlenv SQL-exploration environment with OpenEnv (WebSocket /ws, "
         "HTTP /reset /step /state, JSON-RPC /mcp; /web with --web).",
@@ -95,14 +115,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--web",
         action="store_true",
-        default=os.environ.get("ENABLE_WEB_INTERFACE", "").lower() in ("1", "true", "yes"),
+        default=web_enabled(),
         help="serve the /web page too (default: $ENABLE_WEB_INTERFACE)",
     )
     add_arguments(parser)
     return parser
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     settings = Settings.from_arguments(args)
     if args.web:
@@ -110,17 +130,19 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
     )
-    app = build_app(settings)
-    stop_with_parent()
-    log.info("serving sqlenv on http://%s:%d", settings.host, settings.port)
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        log_level=settings.log_level,
-        ws_max_size=MAX_MESSAGE_BYTES,
-    )
+
+    def serve() -> None:
+        app = build_app(settings)
+        listener = listening_socket(settings.host, settings.port)
+        stop_with_parent()
+        web = " (and /web)" if args.web else ""
+        url = f"http://{settings.host}:{settings.port}"
+        print(f"sqlenv-openenv: serving OpenEnv at {url}{web}", file=sys.stderr, flush=True)
+        config = uvicorn.Config(app, log_level=settings.log_level, ws_max_size=MAX_MESSAGE_BYTES)
+        uvicorn.Server(config).run(sockets=[listener])
+
+    return run_main("sqlenv-openenv", serve)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

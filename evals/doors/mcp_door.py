@@ -7,6 +7,7 @@ group lives in one task for its whole life.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Mapping
@@ -18,15 +19,17 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
+from pydantic import AnyUrl
 
 from env_core.episode import EpisodeStart, ToolResult
 from env_core.errors import error_from
-from evals.doors.spec import DoorSpec
-from evals.local_server import LocalServer, free_port
+from evals.doors.spec import DoorSpec, check_same_catalog
+from evals.local_server import LocalServer, check_reachable, free_port
 
 # Results still carry structuredContent; without output schemas the SDK client skips a
 # JSON-schema validation on every call (see the README's MCP benchmark).
 SERVER_FLAGS = ["--no-output-schemas"]
+DATABASES = AnyUrl("sqlenv://databases")
 
 
 class MCPDoor:
@@ -41,6 +44,10 @@ class MCPDoor:
             read, write = self._enter(self._transport())[:2]
             self._session: ClientSession = self._enter(ClientSession(read, write))
             self._portal.call(self._session.initialize)
+            if spec.url is not None:
+                listing = self._portal.call(self._session.read_resource, DATABASES)
+                served = json.loads(listing.contents[0].text).get("catalog", {})
+                check_same_catalog(spec.url, served, self.catalog, spec.settings.split)
         except BaseException:
             self.close()
             raise
@@ -53,7 +60,9 @@ class MCPDoor:
             )
             return stdio_client(params, errlog=sys.stderr)
         url = self.spec.url
-        if url is None:
+        if url is not None:
+            check_reachable(url, "MCP server", "/healthz")
+        else:
             port = free_port()
             command = [sys.executable, "-m", "sqlenv_mcp", "--transport", "http"]
             command += ["--port", str(port), *SERVER_FLAGS, *self.spec.server_arguments()]

@@ -10,13 +10,14 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+import httpx
 from openenv.core.env_server.mcp_types import CallToolAction
 
 from adapters.openenv.client import SQLEnvClient
 from env_core.episode import EpisodeStart, ToolResult
 from env_core.errors import error_from
-from evals.doors.spec import DoorSpec
-from evals.local_server import LocalServer, free_port
+from evals.doors.spec import DoorSpec, check_same_catalog
+from evals.local_server import LocalServer, check_reachable, free_port
 
 
 class OpenEnvDoor:
@@ -25,7 +26,11 @@ class OpenEnvDoor:
         self.catalog = spec.load_catalog()
         self._server: LocalServer | None = None
         url = spec.url
-        if url is None:
+        if url is not None:
+            check_reachable(url, "OpenEnv server", "/health")
+            served = httpx.get(f"{url}/catalog", timeout=10).json()
+            check_same_catalog(url, served, self.catalog, spec.settings.split)
+        else:
             port = free_port()
             command = [sys.executable, "-m", "adapters.openenv.server", "--port", str(port)]
             self._server = LocalServer(command + spec.server_arguments(), port, "/health")

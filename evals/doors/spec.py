@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from env_core.catalog import Catalog
 from env_core.episode import EpisodeStart, ToolResult
+from env_core.errors import DataError
 from env_core.factory import load_catalog
 from env_core.settings import Settings
 
@@ -41,6 +42,21 @@ class DoorSpec:
     def at(self, url: str) -> DoorSpec:
         """The same environment, reached at a running server."""
         return replace(self, url=url)
+
+
+def check_same_catalog(url: str, served: dict[str, Any], catalog: Catalog, split: str) -> None:
+    """Raise `DataError` unless the server at `url` serves the split this evaluation plans
+    over, question for question (a different data directory or version would grade the same
+    question ids against other answers)."""
+    ours = catalog.splits[split]
+    theirs = (served.get("split"), served.get("questions"), served.get("fingerprint"))
+    if theirs != (ours.name, len(ours.questions), ours.fingerprint):
+        raise DataError(
+            f"the server at {url} serves other questions than this evaluation's catalog "
+            f"(split {theirs[0]!r}: {theirs[1]} questions, catalog {theirs[2]}; here split "
+            f"{ours.name!r}: {len(ours.questions)} questions, catalog {ours.fingerprint}); "
+            "give the evaluation the server's --data-dir and --split"
+        )
 
 
 class Door(Protocol):

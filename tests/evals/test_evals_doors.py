@@ -1,8 +1,13 @@
 """The same seed and policy give the same episodes, step for step, through every door."""
 
+import sys
+
 import pytest
 
-from evals import OraclePolicy, RandomPolicy, evaluate, open_door
+from env_core.errors import DataError
+from env_core.settings import Settings
+from evals import DoorSpec, OraclePolicy, RandomPolicy, evaluate, open_door
+from evals.local_server import LocalServer, free_port
 
 EPISODES = 50
 SEED = 11
@@ -40,3 +45,23 @@ def test_every_door_gives_the_in_process_records(kind, spec_for, in_process):
     for name, expected in in_process.items():
         assert through_door[name].records == expected.records
         assert through_door[name].summary == expected.summary
+
+
+SERVERS = {
+    "mcp-http": (["sqlenv_mcp", "--transport", "http"], "/healthz"),
+    "openenv": (["adapters.openenv.server"], "/health"),
+}
+
+
+@pytest.mark.parametrize("kind", SERVERS)
+def test_a_server_on_other_data_is_refused_clearly(kind, spec_for, cache_dir):
+    module, health = SERVERS[kind]
+    port = free_port()
+    demo = LocalServer([sys.executable, "-m", *module, "--port", str(port)], port, health)
+    try:
+        with pytest.raises(DataError, match="serves other questions than this evaluation's"):
+            open_door(spec_for(kind).at(demo.url))
+        same_data = DoorSpec(kind, Settings(cache_dir=str(cache_dir)), demo.url)
+        open_door(same_data).close()
+    finally:
+        demo.stop()

@@ -69,3 +69,20 @@ def test_every_plot_has_a_title_axis_labels_and_a_legend(run_folders):
         labels = axes.get_legend_handles_labels()[1]
         assert labels == ["Oracle", "Random"], name
         plt.close(figure)
+
+
+def test_the_summary_has_no_negative_zero_no_empty_levels_and_names_the_demo():
+    from evals.metrics import Summary
+    from evals.play import EpisodeRecord
+    from evals.report import _config_rows, signed, summary_rows
+
+    assert (signed(-0.0004), signed(0.25), signed(-1.5)) == ("0.000", "+0.250", "-1.500")
+    record = EpisodeRecord(
+        0, "dev:0", "db", "easy", "p", "Question: ...", [], -0.0001, False, False
+    )
+    run = Run("demo run", {"data_dir": None, "seed": 0}, Summary.of([record]), [record])
+    _, rows = summary_rows([run])
+    assert [row[1] for row in rows] == ["all", "easy"]
+    assert rows[0][4] == "0.000"
+    _, config = _config_rows([run])
+    assert ["data_dir", "the embedded demo"] in config

@@ -1,5 +1,6 @@
 """The MCP server as its own process: over stdio and over streamable HTTP on 127.0.0.1."""
 
+import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -142,3 +143,13 @@ def test_bad_start_up_is_a_clear_error(tmp_path):
     )
     assert result.returncode == 2
     assert "has no database/ folder" in result.stderr and result.stdout == ""
+
+
+def test_the_server_reports_the_package_version(http_server):
+    from importlib.metadata import version
+
+    server = http_server()
+    reply = httpx.post(f"{server.url}/mcp", json=MCP_INITIALIZE, headers=MCP_HEADERS)
+    data = next(line for line in reply.text.splitlines() if line.startswith("data: "))
+    info = json.loads(data.removeprefix("data: "))["result"]["serverInfo"]
+    assert info == {"name": "sqlenv", "version": version("sqlenv-mcp")}

@@ -228,3 +228,18 @@ def test_stateless_http_reset_closes_its_episode(spider_server):
         after = http.get("/stats").json()
     assert after["created"] == before["created"] + 1
     assert after["closed"] == before["closed"] + 1
+
+
+def test_the_web_page_when_off_says_how_to_turn_it_on(spider_server):
+    reply = httpx.get(f"{spider_server}/web")
+    assert reply.status_code == 404
+    assert "start the server with --web" in reply.json()["detail"]
+
+
+def test_the_server_tells_the_catalog_it_serves(spider_server, spider_catalog):
+    split = spider_catalog.splits[SPIDER_SPLIT]
+    assert httpx.get(f"{spider_server}/catalog").json() == {
+        "split": SPIDER_SPLIT,
+        "questions": len(split.questions),
+        "fingerprint": split.fingerprint,
+    }

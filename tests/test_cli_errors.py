@@ -1,0 +1,148 @@
+"""Every command turns every bad input and every unreachable endpoint into one clear line on
+stderr and a non-zero exit, promptly: no traceback, no hang.
+
+Each row runs the real command in a process of its own, as a user's shell does.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from evals.local_server import free_port
+
+BIN = Path(sys.executable).parent
+# Nothing listens here: connecting is refused at once.
+DEAD_URL = f"http://127.0.0.1:{free_port()}"
+TIME_LIMIT_S = 60
+
+
+@dataclass(frozen=True)
+class Case:
+    command: list[str]
+    says: str
+    environment: dict[str, str] = field(default_factory=dict)
+
+
+def cases(tmp: Path, busy_port: int) -> dict[str, Case]:
+    missing = str(tmp / "no-such-dir")
+    a_file = tmp / "a-file"
+    mcp, openenv, sqlenv = (
+        [str(BIN / "sqlenv-mcp")],
+        [str(BIN / "sqlenv-openenv")],
+        [str(BIN / "sqlenv")],
+    )
+    python = [sys.executable, "-m"]
+
+    def evaluation(policy: str, run: str) -> list[str]:
+        return [*sqlenv, "eval", "--policy", policy, "--episodes", "1", "--out", str(tmp / run)]
+
+    return {
+        # sqlenv-mcp
+        "mcp port out of range": Case([*mcp, "--port", "99999"], "99999 is out of range"),
+        "mcp missing data dir": Case([*mcp, "--data-dir", missing], "no such directory"),
+        "mcp unknown split": Case([*mcp, "--split", "nosuch"], "no question file for split"),
+        "mcp no steps": Case([*mcp, "--max-steps", "0"], "0 is out of range"),
+        "mcp bad log level": Case([*mcp, "--log-level", "loud"], "invalid choice: 'loud'"),
+        "mcp bad variable": Case(mcp, "SQLENV_MAX_STEPS: 'x' is not", {"SQLENV_MAX_STEPS": "x"}),
+        "mcp db and data dir": Case(
+            [*mcp, "--db", str(a_file), "--data-dir", missing], "--db serves your own files"
+        ),
+        "mcp missing db": Case([*mcp, "--db", missing], "no such file or folder"),
+        "mcp port in use": Case(
+            [*mcp, "--transport", "http", "--port", str(busy_port)], "address already in use"
+        ),
+        # sqlenv-openenv
+        "openenv missing data dir": Case([*openenv, "--data-dir", missing], "no such directory"),
+        "openenv unknown split": Case([*openenv, "--split", "nosuch"], "no question file"),
+        "openenv no steps": Case([*openenv, "--max-steps", "0"], "0 is out of range"),
+        "openenv no episodes": Case([*openenv, "--max-episodes", "0"], "0 is out of range"),
+        "openenv bad log level": Case([*openenv, "--log-level", "loud"], "invalid choice"),
+        "openenv port in use": Case([*openenv, "--port", str(busy_port)], "address already in use"),
+        # sqlenv
+        "play no steps": Case([*sqlenv, "play", "--max-steps", "0"], "0 is out of range"),
+        "play question and database": Case(
+            [*sqlenv, "play", "--question-id", "dev:1", "--db-id", "farm_shop"],
+            "not allowed with argument",
+        ),
+        "play unknown question": Case(
+            [*sqlenv, "play", "--question-id", "dev:99999"], "no question 'dev:99999'"
+        ),
+        "prepare missing data dir": Case(
+            [*sqlenv, "data", "prepare", "--data-dir", missing], "no such directory"
+        ),
+        "eval no workers": Case(
+            [*evaluation("random", "workers"), "--workers", "0"], "0 is out of range"
+        ),
+        "eval unreachable mcp": Case(
+            [*evaluation("oracle", "mcp"), "--door", "mcp-http", "--url", DEAD_URL],
+            f"cannot reach the MCP server at {DEAD_URL}",
+        ),
+        "eval unreachable openenv": Case(
+            [*evaluation("oracle", "openenv"), "--door", "openenv", "--url", DEAD_URL],
+            f"cannot reach the OpenEnv server at {DEAD_URL}",
+        ),
+        "eval url without a server door": Case(
+            [*evaluation("oracle", "url"), "--url", DEAD_URL],
+            "--url goes with --door mcp-http or openenv",
+        ),
+        "eval unreachable model": Case(
+            [*evaluation("openai", "model"), "--model", "m", "--base-url", DEAD_URL],
+            f"cannot reach the model endpoint at {DEAD_URL}",
+        ),
+        "eval out is a file": Case(
+            [*sqlenv, "eval", "--policy", "oracle", "--out", str(a_file)],
+            "is a file, not a run folder",
+        ),
+        "eval-compare no run": Case(
+            [*sqlenv, "eval-compare", str(tmp), "--out", str(tmp / "cmp")],
+            "is not a run folder: it has no run.json",
+        ),
+        # python -m training.*
+        "sft missing config": Case(
+            [*python, "training.sft", "--config", str(tmp / "none.toml")],
+            "cannot read the configuration",
+        ),
+        "grpo bad config": Case(
+            [*python, "training.grpo", "--config", str(a_file)], "[trainer] needs output_dir"
+        ),
+    }
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bad-inputs")
+    (tmp / "a-file").write_text("[model]\ntiny = true\n")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        yield cases(tmp, busy.getsockname()[1])
+
+
+@pytest.mark.parametrize("name", cases(Path("/tmp"), 1).keys())
+def test_a_bad_input_is_one_clear_line(table, name, cache_dir):
+    case = table[name]
+    environment = {"PATH": str(BIN), "SQLENV_CACHE_DIR": str(cache_dir), **case.environment}
+    result = subprocess.run(
+        case.command,
+        capture_output=True,
+        text=True,
+        timeout=TIME_LIMIT_S,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+    )
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode != 0, result.stderr
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert case.says in lines[0], lines[0]
+    assert result.stdout == ""
+
+
+def test_the_table_covers_every_command():
+    commands = {Path(case.command[0]).name for case in cases(Path("/tmp"), 1).values()}
+    assert commands >= {"sqlenv-mcp", "sqlenv-openenv", "sqlenv", Path(sys.executable).name}
