@@ -109,8 +109,11 @@ def test_lookups(spider_catalog):
 
 
 def test_bad_data_directories_give_clear_errors(tmp_path, tiny_data_dir):
-    with pytest.raises(DataError, match="no database/ folder"):
+    with pytest.raises(DataError, match="no such directory: .*nowhere"):
         Catalog.load(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="no database/ folder"):
+        Catalog.load(tmp_path / "empty")
     with pytest.raises(DataError, match=r"no question file for split .test. in .*; available: dev"):
         Catalog.load(tiny_data_dir, ["test"], cache_dir=tmp_path / "cache")
     (tiny_data_dir / "broken.json").write_text('[{"db_id": "shop"}]')

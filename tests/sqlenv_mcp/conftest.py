@@ -23,7 +23,8 @@ def http_server(spider_dir, cache_dir):
     servers: list[RunningServer] = []
 
     def start(*args: str, port: int | None = None) -> RunningServer:
-        data = ["--data-dir", str(spider_dir), "--split", DEV]
+        # Explorer mode (--db) serves the user's files and refuses --data-dir.
+        data = [] if "--db" in args else ["--data-dir", str(spider_dir), "--split", DEV]
         server = RunningServer([*data, *args], cache_dir, port)
         servers.append(server)
         return server

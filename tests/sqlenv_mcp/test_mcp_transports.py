@@ -142,7 +142,7 @@ def test_bad_start_up_is_a_clear_error(tmp_path):
         stdin=subprocess.DEVNULL,
     )
     assert result.returncode == 2
-    assert "has no database/ folder" in result.stderr and result.stdout == ""
+    assert "no such directory" in result.stderr and result.stdout == ""
 
 
 def test_the_server_reports_the_package_version(http_server):
