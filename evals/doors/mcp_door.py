@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
+from anyio import BrokenResourceError, ClosedResourceError
 from anyio.from_thread import start_blocking_portal
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -79,7 +80,14 @@ class MCPDoor:
         return value
 
     def _call(self, tool: str, arguments: Mapping[str, Any]) -> CallToolResult:
-        return self._portal.call(self._session.call_tool, tool, dict(arguments))
+        try:
+            return self._portal.call(self._session.call_tool, tool, dict(arguments))
+        except (ClosedResourceError, BrokenResourceError):
+            # The SDK client closes its streams, with no message, when the transport fails.
+            where = self._server.url if self._server else self.spec.url or "over stdio"
+            raise ConnectionError(
+                f"the connection to the MCP server {where} was lost, and its episodes with it"
+            ) from None
 
     def start(self, question_id: str) -> EpisodeStart:
         result = self._call("start_episode", {"question_id": question_id})

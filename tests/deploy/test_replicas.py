@@ -185,8 +185,9 @@ def wait_until(condition: Callable[[], bool], timeout_s: float) -> bool:
 
 # What a client whose replica died meets at its next call.
 LOST_EPISODE = {
-    # The MCP SDK client's error for the HTTP 404 a live replica gives an unknown session.
-    "mcp-http": ("McpError: Session terminated",),
+    # The MCP SDK client's error for the HTTP 404 a live replica gives an unknown session, or
+    # the door's when the balancer's 502 for the dead replica ended the connection.
+    "mcp-http": ("McpError: Session terminated", "ConnectionError: the connection to the MCP"),
     # The OpenEnv client sees its WebSocket drop; or, if it has already reconnected (to a live
     # replica: a new session), that no episode is running.
     "openenv": ("ConnectionClosedError", "no episode is running: call reset first"),
