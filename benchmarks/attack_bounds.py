@@ -1,12 +1,12 @@
 """What each resource attack costs a real server, and what the bounds cost a normal query.
 
 A `sqlenv-mcp --transport http` (or `sqlenv-openenv`) process on 127.0.0.1 serves Spider dev.
-For each attack class it prints the wall time and the growth of the server's resident memory
-(its process and its SQL workers) at the peak and one second after, for one attack and for four
-at once: tool calls (tests/adversarial.py: compile blow-ups, wide rows, an uninterruptible row,
-hostile answers), then requests (connection floods, oversized bodies and values, malformed
-WebSocket frames). Then a normal query's p50: in process without the sandbox (before), in
-process with it (after), and through the server, with the ratio after/before.
+First a normal query's p50: in process without the sandbox (before), in process with it
+(after), and through the server, with the ratio after/before. Then, for each attack class, the
+wall time and the growth of the server's resident memory (its process and its SQL workers) at
+the peak and one second after, for one attack and for four at once: tool calls
+(tests/adversarial.py: compile blow-ups, wide rows, an uninterruptible row, hostile answers),
+then requests (connection floods, oversized bodies and values, malformed WebSocket frames).
 
     python benchmarks/attack_bounds.py --data-dir ../shared/data/spider [--door openenv]
 """
@@ -25,7 +25,9 @@ from pathlib import Path
 import httpx
 import websockets
 
+# The repository before tests/, so the namespace tests/adapters never shadows the adapters package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from adversarial import CONCERT, HOSTILE_ANSWERS, RESOURCE_ATTACKS
 from process_memory import MIB, PeakRSS, tree_rss
 from served_episodes import MCP_HEADERS, MCP_INITIALIZE, episode
@@ -72,7 +74,7 @@ async def connection_flood(url: str) -> str:
 async def streamed_body(url: str) -> str:
     """100 MB posted to /reset with no declared length."""
 
-    def chunks():
+    async def chunks():
         for _ in range(100):
             yield b" " * (1 << 20)
 
@@ -116,8 +118,9 @@ def attacks(door: str) -> list[tuple[str, Attack]]:
     ]
     if door == "mcp":
         return [*calls, ("connection_flood", connection_flood)]
+    # Floods last: they hold this client's share of connections until they idle out.
     requests = [("body_100mb", streamed_body), ("long_question_id", long_value)]
-    requests += [("session_flood", session_flood), ("malformed_frames", malformed_frames)]
+    requests += [("malformed_frames", malformed_frames), ("session_flood", session_flood)]
     return calls + requests
 
 
@@ -167,10 +170,10 @@ async def normal_query_table(door: str, server: LocalServer, database: Path, rou
             await call("query", {"sql": NORMAL_SQL})
             samples.append((time.perf_counter_ns() - started) / 1000)
     sandbox.close()
-    print(f"\nnormal query p50 ({rounds} rounds): {NORMAL_SQL}")
+    print(f"normal query p50 ({rounds} rounds): {NORMAL_SQL}")
     print(f"  in process, no sandbox (before): {old:8.1f} µs")
     print(f"  in process, sandbox (after):     {new:8.1f} µs   ratio {new / old:.2f}x")
-    print(f"  through the {door} server:{'':<8}{statistics.median(samples):8.1f} µs")
+    print(f"  through the {door} server:{'':<8}{statistics.median(samples):8.1f} µs\n")
 
 
 def main() -> None:
@@ -186,9 +189,11 @@ def main() -> None:
     command += ["--data-dir", str(args.data_dir), "--split", args.split]
     server = LocalServer(command, port, health)
     try:
-        asyncio.run(attack_table(args.door, server))
+        # The normal query first: the floods leave this client its full share of connections
+        # in use until they idle out.
         database = args.data_dir / "database" / CONCERT / f"{CONCERT}.sqlite"
         asyncio.run(normal_query_table(args.door, server, database, args.rounds))
+        asyncio.run(attack_table(args.door, server))
     finally:
         server.stop()
 
