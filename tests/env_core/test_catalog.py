@@ -109,7 +109,7 @@ def test_lookups(spider_catalog):
 
 
 def test_bad_data_directories_give_clear_errors(tmp_path, tiny_data_dir):
-    with pytest.raises(DataError, match="no such directory: .*nowhere"):
+    with pytest.raises(DataError, match=r"no such directory: .*nowhere"):
         Catalog.load(tmp_path / "nowhere")
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match="no database/ folder"):
