@@ -270,11 +270,15 @@ if set(OPTIONS_BY_FIELD) != set(_DEFAULTS):
     raise RuntimeError("every setting needs exactly one option")
 
 
-def add_arguments(parser: argparse.ArgumentParser, groups: Iterable[str] = GROUPS) -> None:
-    """The flags of the given groups, their defaults read from the environment."""
+def add_arguments(
+    parser: argparse.ArgumentParser, groups: Iterable[str] = GROUPS, without: Iterable[str] = ()
+) -> None:
+    """The flags of the given groups (less the settings named in `without`, by field), their
+    defaults read from the environment."""
+    left_out = set(without)
     for group_name in groups:
         group = parser.add_argument_group(f"{group_name} settings")
-        for option in (o for o in OPTIONS if o.group == group_name):
+        for option in (o for o in OPTIONS if o.group == group_name and o.field not in left_out):
             default = _DEFAULTS[option.field]
             if option.variable in os.environ:
                 try:

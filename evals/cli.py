@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from env_core.command_line import CommandError
 from env_core.extras import require_extra
+from env_core.rewards import PROFILES
 from env_core.settings import Settings, add_arguments, argument_type, whole
 from evals.doors import DOOR_KINDS, DoorSpec, open_door
 from evals.local_server import check_reachable
@@ -94,6 +96,32 @@ def register(commands: argparse._SubParsersAction) -> None:
     compare.add_argument("--out", type=Path, required=True, help="folder for the report")
     compare.set_defaults(run=run_compare, command="sqlenv eval-compare")
 
+    audit = commands.add_parser(
+        "audit-reward",
+        help="check that each reward profile is a sound learning signal; prints a table",
+        description="Play every question of the split with the oracle, a near miss and "
+        "degenerate strategies under each reward profile, in process, and check that no "
+        "episode without a correct answer out-earns the cheapest correct one and that a noisy "
+        "oracle's mean reward rises strictly with its skill; also report how many GRPO groups "
+        "carry a learning signal. Exits with 1 if a profile fails a check.",
+    )
+    audit.add_argument(
+        "--profiles",
+        type=profile_names,
+        default=tuple(PROFILES),
+        metavar="NAME[,NAME]",
+        help=f"reward profiles to audit ({','.join(PROFILES)})",
+    )
+    audit.add_argument(
+        "--questions",
+        type=argument_type(whole(1)),
+        metavar="N",
+        help="audit N questions drawn with the seed (default: every kept question)",
+    )
+    audit.add_argument("--seed", type=int, default=0, help="seed of the draws (0)")
+    add_arguments(audit, groups=("data", "episodes", "sql"), without=("reward_profile",))
+    audit.set_defaults(run=run_audit, command="sqlenv audit-reward")
+
 
 def episode_count(text: str) -> int | str:
     if text == "all":
@@ -101,6 +129,17 @@ def episode_count(text: str) -> int | str:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError("a positive whole number, or 'all'")
     return int(text)
+
+
+def profile_names(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in PROFILES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown reward profile {', '.join(unknown) or repr(text)}; "
+            f"choose from {', '.join(PROFILES)}"
+        )
+    return names
 
 
 def build_policy(args: argparse.Namespace) -> Policy:
@@ -178,3 +217,24 @@ def run_compare(args: argparse.Namespace) -> int:
     print(text_table(*summary_rows(runs)))
     print(f"report: {write_report(runs, args.out)}")
     return 0
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    from evals.reward_audit import audit
+
+    settings = Settings.from_arguments(args)
+    audits = audit(
+        settings,
+        {name: PROFILES[name] for name in args.profiles},
+        args.seed,
+        args.questions,
+        progress=lambda line: print(line, file=sys.stderr, flush=True),
+    )
+    n = len(audits[0].questions)
+    print(
+        f"reward audit: {n} questions of split {settings.split}, "
+        f"budget {settings.max_steps} steps, seed {args.seed}"
+    )
+    for result in audits:
+        print(f"\n{result.report()}")
+    return 0 if all(result.passed for result in audits) else 1
