@@ -5,7 +5,7 @@ PIP := $(BIN)/python -m pip install --quiet
 # The CPU build of PyTorch must be installed before the training extras, or they pull a CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: setup setup-all run test lint format bench clean image-test serve-replicas
+.PHONY: setup setup-all run test lint format bench clean image-test serve-replicas docs docs-update
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ $(VENV)/.serve: pyproject.toml | $(BIN)/python
 
 $(VENV)/.all: pyproject.toml $(VENV)/.serve
 	$(PIP) $(TORCH)
-	$(PIP) -e '.[openenv,train,eval,dev]'
+	$(PIP) -e '.[openenv,train,eval,dev,docs]'
 	touch $@
 
 # The MCP Inspector (Node) that the tests drive in CLI mode.
@@ -37,6 +37,7 @@ test: setup-all node_modules/.package-lock.json
 	scripts/apt-install.sh haproxy haproxy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(MAKE) --no-print-directory docs
 	$(BIN)/pytest
 
 # The Dockerfile built and run (tests/deploy/test_image.py; `make test` runs it too).
@@ -49,6 +50,19 @@ N ?= 4
 serve-replicas: setup-all
 	scripts/apt-install.sh haproxy haproxy
 	$(BIN)/python deploy/serve_replicas.py --replicas $(N) $(if $(DATA_DIR),--data-dir $(DATA_DIR))
+
+# The docs: every example on the pages is the program's output now (cog --check; the examples
+# run the commands, on Spider in ../shared/data/spider where a page uses it), then the site
+# is built into build/site with no warning allowed. docs-update rewrites the examples.
+COG := $(BIN)/cog -I scripts/docs -p "import cli_reference; from doc_examples import *"
+PAGES = README.md $(shell find docs -name '*.md' | sort)
+
+docs: setup-all
+	$(COG) --check --diff --verbosity=1 --check-fail-msg='the docs differ from the program: run make docs-update and review the diff' $(PAGES)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+docs-update: setup-all
+	$(COG) -r --verbosity=1 $(PAGES)
 
 format: setup-all
 	$(BIN)/ruff check --fix .
