@@ -27,8 +27,9 @@ NOOP_OUTPUT = {
 
 def main() -> None:
     args = build_parser().parse_args()
-    logging.basicConfig(level=args.log_level, stream=sys.stderr)
-    server, in_use = build_server(args)
+    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
+    served = build_server(args)
+    server = served.server
 
     @server.tool(description="Do nothing; returns a result shaped like the episode tools'.")
     async def noop() -> Annotated[CallToolResult, StepOutput]:
@@ -38,7 +39,7 @@ def main() -> None:
     async def noop_plain() -> CallToolResult:
         return tool_result("ok", NOOP_OUTPUT)
 
-    serve(server, in_use, args)
+    serve(served, args)
 
 
 if __name__ == "__main__":

@@ -51,8 +51,7 @@ class LocalServer:
         deadline = time.monotonic() + startup_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                self._log.seek(0)
-                raise RuntimeError(f"{command[0]} exited at start-up: {self._log.read()[-2000:]}")
+                raise RuntimeError(f"{command[0]} exited at start-up: {self.output()[-2000:]}")
             try:
                 if httpx.get(self.url + health_path, timeout=2).status_code == 200:
                     return
@@ -60,6 +59,11 @@ class LocalServer:
                 time.sleep(0.1)
         self.stop()
         raise RuntimeError(f"server did not answer {health_path} within {startup_s:g} s")
+
+    def output(self) -> str:
+        """What the server has written to stderr so far."""
+        self._log.seek(0)
+        return self._log.read()
 
     def stop(self) -> None:
         self.process.terminate()

@@ -5,6 +5,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from mcp.server.fastmcp import FastMCP
@@ -16,9 +17,16 @@ from env_core.parent_watch import stop_with_parent
 from env_core.sandbox import Sandbox
 from env_core.sessions import SessionConfig
 from env_core.settings import Settings, add_arguments
+from sqlenv_mcp.assessment import Assessment, Seat, Seats, routed_seat
 from sqlenv_mcp.episodes import Connections
 from sqlenv_mcp.explorer import UserDatabases
-from sqlenv_mcp.server import HttpSettings, build_episode_server, build_explorer_server, http_app
+from sqlenv_mcp.server import (
+    HttpSettings,
+    build_assessment_server,
+    build_episode_server,
+    build_explorer_server,
+    http_app,
+)
 
 TOKEN_VARIABLE = "SQLENV_MCP_TOKEN"
 
@@ -58,6 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
         "questions or grading",
     )
     parser.add_argument(
+        "--assess",
+        type=question_ids,
+        metavar="QUESTION_ID[,QUESTION_ID...]",
+        help="assessment mode: serve these questions, each once, as assigned episodes the agent "
+        "cannot choose or restart (one answer each); over HTTP each has its own address, "
+        "printed at start; over stdio give one question. Outcomes are logged to stderr",
+    )
+    parser.add_argument(
         "--no-output-schemas",
         dest="output_schemas",
         action="store_false",
@@ -68,32 +84,70 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def question_ids(text: str) -> tuple[str, ...]:
+    ids = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not ids:
+        raise argparse.ArgumentTypeError("give one question id or more, such as dev:12")
+    return ids
+
+
+@dataclass(frozen=True)
+class Served:
+    """What a command line serves: the MCP server, which of its HTTP connections are in use
+    (see `sqlenv_mcp.guard`) and, in assessment mode, the assessment and its seats."""
+
+    server: FastMCP
+    in_use: Callable[[str], bool] = lambda _session_id: True
+    seats: Seats | None = None
+    assigned: tuple[Seat, ...] = ()
+
+
 def http_settings(args: argparse.Namespace) -> HttpSettings:
     return HttpSettings(Settings.from_arguments(args), tuple(args.allowed_host))
 
 
-def build_server(args: argparse.Namespace) -> tuple[FastMCP, Callable[[str], bool]]:
-    """The server the parsed command line describes, and which of its HTTP connections are
-    in use (see `sqlenv_mcp.guard`); raises SQLEnvError on bad data."""
+def build_server(args: argparse.Namespace) -> Served:
+    """What the parsed command line serves; raises SQLEnvError on bad data."""
     http = http_settings(args)
     settings = http.settings
-    if args.db and args.data_dir_given:
-        raise CommandError("--db serves your own files; it does not go with --data-dir")
+    check_modes(args)
     if args.db:
         limits = SessionConfig.of(settings).limits
         sandbox = Sandbox(settings.sql_workers, settings.sql_memory_mb)
         databases = UserDatabases.from_path(args.db, limits, sandbox)
-        return build_explorer_server(databases, http, args.output_schemas), lambda _id: True
+        return Served(build_explorer_server(databases, http, args.output_schemas))
     manager = open_sessions(settings)
     manager.start_reaper()
+    if args.assess:
+        seats = Seats()
+        assessment = Assessment(manager, seats)
+        assigned = tuple(assessment.assign(question_id) for question_id in args.assess)
+        seat_of = routed_seat(seats) if args.transport == "http" else lambda _ctx: assigned[0]
+        server = build_assessment_server(seats, manager.tools, seat_of, http, args.output_schemas)
+        return Served(server, seats=seats, assigned=assigned)
     connections = Connections(manager)
     server = build_episode_server(manager, http, args.output_schemas, connections)
-    return server, connections.holds_episode
+    return Served(server, connections.holds_episode)
 
 
-def serve(server: FastMCP, in_use: Callable[[str], bool], args: argparse.Namespace) -> None:
+def check_modes(args: argparse.Namespace) -> None:
+    if args.db and args.data_dir_given:
+        raise CommandError("--db serves your own files; it does not go with --data-dir")
+    if args.assess and args.db:
+        raise CommandError("--assess serves questions; it does not go with --db")
+    if args.assess and args.route_by_episode_id:
+        raise CommandError(
+            "--assess keeps each episode to its own address; drop --route-by-episode-id"
+        )
+    if args.assess and args.transport == "stdio" and len(args.assess) > 1:
+        raise CommandError(
+            "over stdio --assess serves one question; give one, or use --transport http"
+        )
+
+
+def serve(served: Served, args: argparse.Namespace) -> None:
     if args.transport == "stdio":
-        server.run("stdio")
+        served.server.run("stdio")
         return
     import uvicorn
 
@@ -101,8 +155,13 @@ def serve(server: FastMCP, in_use: Callable[[str], bool], args: argparse.Namespa
     http = http_settings(args)
     host, port = http.settings.host, http.settings.port
     listener = listening_socket(host, port)
-    app = http_app(server, http, args.auth_token, in_use)
-    print(f"sqlenv-mcp: serving MCP at http://{host}:{port}/mcp", file=sys.stderr, flush=True)
+    app = http_app(served.server, http, args.auth_token, served.in_use, served.seats)
+    base = f"http://{host}:{port}"
+    if served.seats is None:
+        print(f"sqlenv-mcp: serving MCP at {base}/mcp", file=sys.stderr, flush=True)
+    for seat in served.assigned:
+        address = f"{base}/assess/{seat.token}/mcp"
+        print(f"sqlenv-mcp: assessing {seat.question_id} at {address}", file=sys.stderr, flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
 
 
@@ -114,8 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         level=args.log_level.upper(), stream=sys.stderr, format="%(name)s: %(message)s"
     )
 
+    if args.assess:  # the operator reads each episode's outcome
+        logging.getLogger("sqlenv_mcp.assessment").setLevel(logging.INFO)
+
     def start() -> None:
-        server, in_use = build_server(args)
-        serve(server, in_use, args)
+        serve(build_server(args), args)
 
     return run_main("sqlenv-mcp", start)

@@ -15,6 +15,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from env_core import contract
 from env_core.sessions import SessionManager
 from env_core.settings import Settings
+from env_core.tools import ToolSpec
+from sqlenv_mcp import assessment as assessments
 from sqlenv_mcp import episodes, explorer
 from sqlenv_mcp.agent_tools import AgentToolServer
 from sqlenv_mcp.guard import ConnectionGuard
@@ -111,6 +113,22 @@ def build_episode_server(
     return server
 
 
+def build_assessment_server(
+    seats: assessments.Seats,
+    tools: tuple[ToolSpec, ...],
+    seat_of: assessments.SeatOf,
+    http: HttpSettings | None = None,
+    output_schemas: bool = True,
+) -> FastMCP:
+    """Assessment mode: `tools` (their descriptions under the served limits) on each seat's
+    episode, found by `seat_of`."""
+    server = _new_server(
+        assessments.INSTRUCTIONS, http or HttpSettings(), lambda: {"seats": len(seats)}
+    )
+    assessments.register_assessment_tools(server, tools, seat_of, output_schemas)
+    return server
+
+
 def build_explorer_server(
     databases: explorer.UserDatabases,
     http: HttpSettings | None = None,
@@ -172,9 +190,11 @@ def http_app(
     http: HttpSettings,
     auth_token: str | None,
     in_use: Callable[[str], bool] = lambda _session_id: True,
+    seats: assessments.Seats | None = None,
 ) -> ASGIApp:
     """The streamable-HTTP application, its connections guarded (see `sqlenv_mcp.guard`):
-    `in_use(session_id)` tells a connection that must not be ended early."""
+    `in_use(session_id)` tells a connection that must not be ended early. In assessment
+    mode (`seats`), connections are opened at a seat's address (see `SeatRouter`)."""
     app = ConnectionGuard(
         server.streamable_http_app(),
         in_use,
@@ -182,4 +202,6 @@ def http_app(
         idle_unused_s=http.settings.idle_connection_timeout_s,
         idle_s=http.settings.idle_ttl_s,
     )
+    if seats is not None:
+        app = assessments.SeatRouter(app, seats)
     return BearerAuth(app, auth_token) if auth_token else app
