@@ -18,7 +18,7 @@ $(VENV)/.serve: pyproject.toml | $(BIN)/python
 
 $(VENV)/.all: pyproject.toml $(VENV)/.serve
 	$(PIP) $(TORCH)
-	$(PIP) -e '.[openenv,train,eval,dev,docs]'
+	$(PIP) -e '.[openenv,train,eval,green,dev,docs]'
 	touch $@
 
 # The MCP Inspector (Node) that the tests drive in CLI mode.

@@ -15,6 +15,7 @@ EXTRAS = {
     "openenv": ("openenv", "fastapi", "uvicorn", "gradio"),
     "train": ("torch", "transformers", "trl", "datasets"),
     "eval": ("matplotlib", "tqdm"),
+    "green": ("a2a", "matplotlib", "tqdm"),
 }
 
 

@@ -68,22 +68,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--no-progress", dest="progress", action="store_false", help="no progress bar on stderr"
     )
     add_arguments(run, groups=("data", "episodes", "sql"))
-    llm = run.add_argument_group("LLM policies (openai, hf)")
-    llm.add_argument(
-        "--model", help="openai: model name; hf: a local model folder (or $SQLENV_EVAL_MODEL)"
-    )
-    llm.add_argument(
-        "--base-url",
-        default=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1"),
-        help="openai: chat-completions endpoint root ($OPENAI_BASE_URL, else local :8000/v1)",
-    )
-    llm.add_argument(
-        "--api-key-env",
-        default="OPENAI_API_KEY",
-        help="openai: environment variable holding the API key (OPENAI_API_KEY)",
-    )
-    llm.add_argument("--temperature", type=float, default=0.0, help="(0: greedy)")
-    llm.add_argument("--max-new-tokens", type=int, default=512, help="per model turn (512)")
+    add_llm_arguments(run)
     run.set_defaults(run=run_eval, command="sqlenv eval")
 
     compare = commands.add_parser(
@@ -121,6 +106,25 @@ def register(commands: argparse._SubParsersAction) -> None:
     audit.add_argument("--seed", type=int, default=0, help="seed of the draws (0)")
     add_arguments(audit, groups=("data", "episodes", "sql"), without=("reward_profile",))
     audit.set_defaults(run=run_audit, command="sqlenv audit-reward")
+
+
+def add_llm_arguments(parser: argparse.ArgumentParser) -> None:
+    llm = parser.add_argument_group("LLM policies (openai, hf)")
+    llm.add_argument(
+        "--model", help="openai: model name; hf: a local model folder (or $SQLENV_EVAL_MODEL)"
+    )
+    llm.add_argument(
+        "--base-url",
+        default=os.environ.get("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1"),
+        help="openai: chat-completions endpoint root ($OPENAI_BASE_URL, else local :8000/v1)",
+    )
+    llm.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="openai: environment variable holding the API key (OPENAI_API_KEY)",
+    )
+    llm.add_argument("--temperature", type=float, default=0.0, help="(0: greedy)")
+    llm.add_argument("--max-new-tokens", type=int, default=512, help="per model turn (512)")
 
 
 def episode_count(text: str) -> int | str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from env_core.calls import drive
+from env_core.catalog import Question
 from env_core.episode import ToolResult
 from evals.doors import Door
 from evals.plan import EpisodeTask
@@ -72,19 +74,32 @@ def play_episode(door: Door, policy: Policy, task: EpisodeTask, seed: int) -> Ep
         )
     finally:
         door.end(start.episode_id)
-    steps = [StepRecord.of(call.arguments, result) for call, result in made]
-    last = made[-1][1] if made else None
+    calls = [(call.arguments, result) for call, result in made]
+    return record_of(task, question, policy.name, start.text, calls, dict(context.notes))
+
+
+def record_of(
+    task: EpisodeTask,
+    question: Question,
+    policy: str,
+    opening: str,
+    calls: Sequence[tuple[dict[str, Any], ToolResult]],
+    notes: dict[str, int] | None = None,
+) -> EpisodeRecord:
+    """The record of a planned episode from its calls' arguments and results."""
+    steps = [StepRecord.of(arguments, result) for arguments, result in calls]
+    last = calls[-1][1] if calls else None
     answered = last is not None and last.tool == "answer" and last.ok
     return EpisodeRecord(
         index=task.index,
         question_id=question.id,
         db_id=question.db_id,
         hardness=question.hardness,
-        policy=policy.name,
-        opening=start.text,
+        policy=policy,
+        opening=opening,
         steps=steps,
         total_reward=round(sum((step.reward for step in steps), 0.0), 6),
         answered=answered,
         correct=answered and last.data.get("correct") is True,
-        notes=dict(context.notes),
+        notes=notes or {},
     )

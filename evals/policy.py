@@ -23,13 +23,14 @@ __all__ = ["EpisodeContext", "Play", "Policy", "ToolCall"]
 class EpisodeContext:
     """What a policy may use for one episode.
 
-    `question` carries the gold SQL: only the oracle reads it. `rng` is seeded from the run's
+    `question` carries the gold SQL: only the oracle reads it (an assessed agent is not given
+    it: None). `rng` is seeded from the run's
     seed and the episode's index, so an episode plays the same whatever runs before it.
     `notes` counts policy-side events for the record, such as malformed tool calls.
     """
 
     start: EpisodeStart
-    question: Question
+    question: Question | None
     rng: random.Random
     notes: Counter[str] = field(default_factory=Counter)
 

@@ -44,6 +44,7 @@ from env_core.rewards import RewardConfig
 from env_core.sessions import SessionConfig, SessionManager
 from env_core.settings import Settings
 from evals.metrics import Z_95
+from evals.policies import OraclePolicy
 from evals.policy import EpisodeContext
 
 SKILL_LEVELS = tuple(round(0.1 * tenth, 1) for tenth in range(11))
@@ -135,10 +136,6 @@ def _missed(rows: list[list[Any]]) -> list[list[Any]]:
     return [[changed, *rows[0][1:]]]
 
 
-def oracle(context: EpisodeContext) -> Play:
-    return (yield from oracle_calls(context.question, context.start.budget))
-
-
 DEGENERATE: dict[str, Strategy] = {
     "never answer": never_answer,
     "describe every table": describe_every_table,
@@ -149,7 +146,11 @@ DEGENERATE: dict[str, Strategy] = {
     "answer a huge list": answer_huge_list,
     "guess after the budget": guess_after_the_budget,
 }
-BEHAVIOURS: dict[str, Strategy] = {"oracle": oracle, "near miss": near_miss, **DEGENERATE}
+BEHAVIOURS: dict[str, Strategy] = {
+    "oracle": OraclePolicy().play,
+    "near miss": near_miss,
+    **DEGENERATE,
+}
 WRONG_BEHAVIOURS = tuple(name for name in BEHAVIOURS if name != "oracle")
 
 

@@ -57,6 +57,16 @@ def cases(tmp: Path, busy_port: int) -> dict[str, Case]:
         "mcp port in use": Case(
             [*mcp, "--transport", "http", "--port", str(busy_port)], "address already in use"
         ),
+        "mcp assess with db": Case(
+            [*mcp, "--assess", "dev:1", "--db", str(a_file)], "--assess serves questions"
+        ),
+        "mcp assess two over stdio": Case(
+            [*mcp, "--assess", "dev:1,dev:2"], "over stdio --assess serves one question"
+        ),
+        "mcp assess unknown question": Case([*mcp, "--assess", "dev:99999"], "dev:99999"),
+        "mcp assess a question twice": Case(
+            [*mcp, "--transport", "http", "--assess", "dev:1,dev:1"], "assigned in this assessment"
+        ),
         # sqlenv-openenv
         "openenv missing data dir": Case([*openenv, "--data-dir", missing], "no such directory"),
         "openenv unknown split": Case([*openenv, "--split", "nosuch"], "no question file"),
@@ -102,6 +112,15 @@ def cases(tmp: Path, busy_port: int) -> dict[str, Case]:
         "eval-compare no run": Case(
             [*sqlenv, "eval-compare", str(tmp), "--out", str(tmp / "cmp")],
             "is not a run folder: it has no run.json",
+        ),
+        "audit unknown profile": Case(
+            [*sqlenv, "audit-reward", "--profiles", "generous"], "unknown reward profile generous"
+        ),
+        "green port in use": Case(
+            [*sqlenv, "green", "--port", str(busy_port)], "address already in use"
+        ),
+        "purple without a policy": Case(
+            [*sqlenv, "purple"], "the following arguments are required: --policy"
         ),
         # python -m training.*
         "sft missing config": Case(

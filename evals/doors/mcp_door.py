@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -35,33 +35,75 @@ DATABASES = AnyUrl("sqlenv://databases")
 log = logging.getLogger(__name__)
 
 
+class MCPConnection:
+    """One MCP client session, driven synchronously through a blocking portal; `transport`
+    makes the client transport (it runs in the portal's event loop)."""
+
+    def __init__(self, transport: Callable[[], Any], where: str) -> None:
+        self.where = where
+        self._entered: list[AbstractContextManager] = []
+        self._portal_manager = start_blocking_portal()
+        self._portal = self._portal_manager.__enter__()
+        try:
+            read, write = self._enter(transport())[:2]
+            self._session: ClientSession = self._enter(ClientSession(read, write))
+            self._portal.call(self._session.initialize)
+        except BaseException:
+            self.close()
+            raise
+
+    def _enter(self, manager):
+        wrapped = self._portal.wrap_async_context_manager(manager)
+        value = wrapped.__enter__()
+        self._entered.append(wrapped)
+        return value
+
+    def call(self, tool: str, arguments: Mapping[str, Any]) -> CallToolResult:
+        try:
+            return self._portal.call(self._session.call_tool, tool, dict(arguments))
+        except (ClosedResourceError, BrokenResourceError):
+            # The SDK client closes its streams, with no message, when the transport fails.
+            raise ConnectionError(
+                f"the connection to the MCP server {self.where} was lost, and its episodes with it"
+            ) from None
+
+    def read(self, resource: AnyUrl) -> str:
+        listing = self._portal.call(self._session.read_resource, resource)
+        return listing.contents[0].text
+
+    def close(self) -> None:
+        """Closing a connection the server has dropped raises the transport's error again;
+        the calls have reported it, so here it is logged, not raised."""
+        while self._entered:
+            try:
+                self._entered.pop().__exit__(None, None, None)
+            except Exception as error:
+                log.debug("closing a broken MCP connection: %s", error)
+        self._portal_manager.__exit__(None, None, None)
+
+
 class MCPDoor:
     def __init__(self, spec: DoorSpec) -> None:
         self.spec = spec
         self.catalog = spec.load_catalog()
         self._server: LocalServer | None = None
-        self._entered: list[AbstractContextManager] = []
-        self._portal_manager = start_blocking_portal()
-        self._portal = self._portal_manager.__enter__()
         try:
-            read, write = self._enter(self._transport())[:2]
-            self._session: ClientSession = self._enter(ClientSession(read, write))
-            self._portal.call(self._session.initialize)
+            transport, where = self._transport()
+            self._connection = MCPConnection(transport, where)
             if spec.url is not None:
-                listing = self._portal.call(self._session.read_resource, DATABASES)
-                served = json.loads(listing.contents[0].text).get("catalog", {})
+                served = json.loads(self._connection.read(DATABASES)).get("catalog", {})
                 check_same_catalog(spec.url, served, self.catalog, spec.settings.split)
         except BaseException:
             self.close()
             raise
 
-    def _transport(self):
+    def _transport(self) -> tuple[Callable[[], Any], str]:
         if self.spec.kind == "mcp-stdio":
             command = ["-m", "sqlenv_mcp", *SERVER_FLAGS, *self.spec.server_arguments()]
             params = StdioServerParameters(
                 command=sys.executable, args=command, env={"PATH": os.environ.get("PATH", "")}
             )
-            return stdio_client(params, errlog=sys.stderr)
+            return (lambda: stdio_client(params, errlog=sys.stderr)), "over stdio"
         url = self.spec.url
         if url is not None:
             check_reachable(url, "MCP server", "/healthz")
@@ -71,69 +113,57 @@ class MCPDoor:
             command += ["--port", str(port), *SERVER_FLAGS, *self.spec.server_arguments()]
             self._server = LocalServer(command, port, "/healthz")
             url = self._server.url
-        return streamable_http_client(f"{url}/mcp")
-
-    def _enter(self, manager):
-        wrapped = self._portal.wrap_async_context_manager(manager)
-        value = wrapped.__enter__()
-        self._entered.append(wrapped)
-        return value
-
-    def _call(self, tool: str, arguments: Mapping[str, Any]) -> CallToolResult:
-        try:
-            return self._portal.call(self._session.call_tool, tool, dict(arguments))
-        except (ClosedResourceError, BrokenResourceError):
-            # The SDK client closes its streams, with no message, when the transport fails.
-            where = self._server.url if self._server else self.spec.url or "over stdio"
-            raise ConnectionError(
-                f"the connection to the MCP server {where} was lost, and its episodes with it"
-            ) from None
+        return (lambda: streamable_http_client(f"{url}/mcp")), url
 
     def start(self, question_id: str) -> EpisodeStart:
-        result = self._call("start_episode", {"question_id": question_id})
-        started = result.structuredContent or {}
-        if result.isError:
-            raise error_from(started.get("error") or {"message": _text(result)})
-        return EpisodeStart(
-            started["episode_id"],
-            started["question"],
-            started["db_id"],
-            tuple(started["tables"]),
-            started["budget"],
-            _text(result),
-        )
+        return episode_start(self._connection.call("start_episode", {"question_id": question_id}))
 
     def step(self, episode_id: str, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
-        result = self._call(tool, {**arguments, "episode_id": episode_id})
-        structured = result.structuredContent
-        return ToolResult(
-            tool,
-            structured["ok"],
-            _text(result),
-            structured["data"],
-            structured["reward"],
-            structured["done"],
-        )
+        result = self._connection.call(tool, {**arguments, "episode_id": episode_id})
+        return tool_result(tool, result)
 
     def end(self, episode_id: str) -> None:
-        self._call("end_episode", {"episode_id": episode_id})
+        self._connection.call("end_episode", {"episode_id": episode_id})
 
     def worker_spec(self) -> DoorSpec:
         return self.spec.at(self._server.url) if self._server else self.spec
 
     def close(self) -> None:
-        """Close the connection and stop the server this door started. Closing a connection
-        the server has dropped raises the transport's error again; the calls have reported it,
-        so here it is logged, not raised."""
-        while self._entered:
-            try:
-                self._entered.pop().__exit__(None, None, None)
-            except Exception as error:
-                log.debug("closing a broken MCP connection: %s", error)
-        self._portal_manager.__exit__(None, None, None)
+        """Close the connection and stop the server this door started."""
+        connection = getattr(self, "_connection", None)
+        if connection is not None:
+            connection.close()
         if self._server is not None:
             self._server.stop()
             self._server = None
+
+
+def episode_start(result: CallToolResult) -> EpisodeStart:
+    """start_episode's result as the engine's `EpisodeStart`; its error raised."""
+    started = result.structuredContent or {}
+    if result.isError:
+        raise error_from(started.get("error") or {"message": _text(result)})
+    return EpisodeStart(
+        started["episode_id"],
+        started["question"],
+        started["db_id"],
+        tuple(started["tables"]),
+        started["budget"],
+        _text(result),
+    )
+
+
+def tool_result(tool: str, result: CallToolResult) -> ToolResult:
+    """A tool's result as the engine's `ToolResult`."""
+    structured = result.structuredContent
+    return ToolResult(
+        tool,
+        structured["ok"],
+        _text(result),
+        structured["data"],
+        structured["reward"],
+        structured["done"],
+    )
 
 
 def _text(result: CallToolResult) -> str:

@@ -10,4 +10,6 @@ class OraclePolicy:
     name = "oracle"
 
     def play(self, context: EpisodeContext) -> Play:
+        if context.question is None:
+            raise ValueError("the oracle plays only questions whose gold it can look up")
         return (yield from oracle_calls(context.question, context.start.budget))

@@ -1,0 +1,98 @@
+"""`sqlenv green` and `sqlenv purple`, added to `sqlenv` through the `sqlenv.commands` entry
+point. The A2A SDK is imported only when one of them runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from env_core.asgi import listening_socket
+from env_core.extras import require_extra
+from env_core.settings import Settings, add_arguments
+from evals.cli import POLICIES, add_llm_arguments, build_policy
+
+A2A_PROTOCOL = "A2A protocol 0.3.0"
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    green = commands.add_parser(
+        "green",
+        help="serve the green agent: SQL-exploration assessments over A2A",
+        description="Serve an A2A agent that assesses other agents: send it "
+        '{"participants": {"agent": "<A2A URL>"}, "config": {"episodes": N, "seed": S, '
+        '"split": NAME, "max_steps": N}} and it plays each episode with the participant '
+        f"through assigned MCP tools, scores it with the engine and returns the records and "
+        f"summary ({A2A_PROTOCOL}).",
+    )
+    add_serving_arguments(green)
+    green.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="extra Host header the episodes' MCP endpoints accept (repeatable); only localhost "
+        "names pass unless listed, e.g. green.example.org:*",
+    )
+    add_arguments(green)
+    green.set_defaults(run=run_green, command="sqlenv green")
+
+    purple = commands.add_parser(
+        "purple",
+        help="serve a reference participant for assessments over A2A",
+        description="Serve an A2A agent that plays each episode a green agent sends it through "
+        f"the episode's MCP tools, with a policy ({A2A_PROTOCOL}).",
+    )
+    purple.add_argument(
+        "--policy",
+        choices=POLICIES,
+        required=True,
+        help="oracle (looks the gold up in its own catalog: tests), random, openai (an "
+        "OpenAI-compatible endpoint), hf (a local transformers model)",
+    )
+    add_serving_arguments(purple)
+    add_arguments(purple, groups=("data", "server"))
+    add_llm_arguments(purple)
+    purple.set_defaults(run=run_purple, command="sqlenv purple")
+
+
+def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--card-url",
+        help="the URL other agents reach this one at, advertised in its card "
+        "(default: http://HOST:PORT/)",
+    )
+
+
+def run_green(args: argparse.Namespace) -> int:
+    require_extra("green", "sqlenv green")
+    from evals.green.green_agent import green_app
+
+    settings = Settings.from_arguments(args)
+    card_url = card_url_of(args, settings)
+    serve(green_app(settings, card_url, tuple(args.allowed_host)), settings, "green", card_url)
+    return 0
+
+
+def run_purple(args: argparse.Namespace) -> int:
+    require_extra("green", "sqlenv purple")
+    from env_core.factory import load_catalog
+    from evals.green.purple_agent import purple_app
+
+    settings = Settings.from_arguments(args)
+    catalog = load_catalog(settings) if args.policy == "oracle" else None
+    card_url = card_url_of(args, settings)
+    serve(purple_app(build_policy(args), catalog, card_url), settings, "purple", card_url)
+    return 0
+
+
+def card_url_of(args: argparse.Namespace, settings: Settings) -> str:
+    return args.card_url or f"http://{settings.host}:{settings.port}/"
+
+
+def serve(app, settings: Settings, name: str, card_url: str) -> None:
+    import uvicorn
+
+    listener = listening_socket(settings.host, settings.port)
+    print(f"sqlenv {name}: serving A2A at {card_url}", file=sys.stderr, flush=True)
+    config = uvicorn.Config(app, log_level=settings.log_level)
+    uvicorn.Server(config).run(sockets=[listener])

@@ -1,0 +1,123 @@
+"""`sqlenv green`: the green agent's A2A server, with the assigned episodes' MCP tools beside it.
+
+One process serves the agent card (`/.well-known/agent-card.json`), the A2A endpoint (`/`) and,
+at `/assess/<token>/mcp`, the tools of each episode an assessment has assigned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.tasks import TaskUpdater
+from a2a.types import AgentSkill, DataPart, Part, Role, TaskState, TextPart
+from a2a.utils import new_task
+
+from env_core.asgi import App, Receive, Scope, Send
+from env_core.sessions import SessionConfig
+from env_core.settings import Settings
+from env_core.tools import tools_for
+from evals.green import a2a
+from evals.green.assessor import AssessmentResult, Assessor, EpisodeBrief
+from evals.green.request import RequestError, parse_request
+from evals.report import summary_rows, text_table
+from evals.run_folder import Run
+from sqlenv_mcp.assessment import Seats, routed_seat
+from sqlenv_mcp.server import HttpSettings, build_assessment_server, http_app
+
+log = logging.getLogger(__name__)
+
+SKILL = AgentSkill(
+    id="sql-exploration-assessment",
+    name="SQL exploration assessment",
+    description="Assess an agent on questions about SQLite databases whose schema is hidden: "
+    "for each episode it gets the question and the address of MCP tools (describe, sample, "
+    "query, answer) and is scored by the engine on its one answer. Returns per-episode records "
+    "and the success rate with a Wilson interval, mean reward and steps, per hardness.",
+    tags=["sql", "text-to-sql", "exploration", "mcp", "benchmark"],
+    examples=[
+        '{"participants": {"agent": "http://127.0.0.1:9019/"}, '
+        '"config": {"episodes": 20, "seed": 0, "split": "dev", "max_steps": 15}}'
+    ],
+)
+
+
+class GreenExecutor(AgentExecutor):
+    def __init__(self, assessor: Assessor) -> None:
+        self.assessor = assessor
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        task = context.current_task or new_task(context.message)
+        if context.current_task is None:
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+
+        def said(text: str) -> Any:
+            return a2a.message(text, role=Role.agent, context_id=task.context_id, task_id=task.id)
+
+        try:
+            request = parse_request(a2a.payload(context.message))
+            plan = await asyncio.to_thread(self.assessor.plan, request)  # may load a catalog
+        except RequestError as error:
+            await updater.reject(said(str(error)))
+            return
+        planned = f"assessing {request.participant}: {len(plan.tasks)} episodes"
+        await updater.start_work(said(planned))
+        participant = a2a.RemoteAgent(request.participant)
+        try:
+            await participant.open()
+            name = participant.card.name
+
+            async def play(brief: EpisodeBrief) -> str:
+                return await participant.ask(a2a.message(brief.text(), brief.data()))
+
+            async def progress(line: str) -> None:
+                await updater.update_status(TaskState.working, said(line))
+
+            result = await self.assessor.run(plan, play, name, progress)
+        except ConnectionError as error:
+            await updater.failed(said(str(error)))
+            return
+        finally:
+            await participant.close()
+        parts = [TextPart(text=summary_text(result)), DataPart(data=result.to_dict())]
+        await updater.add_artifact([Part(root=part) for part in parts], name="Result")
+        await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        await updater.cancel()
+
+
+def summary_text(result: AssessmentResult) -> str:
+    run = Run(result.config["policy"], result.config, result.summary, result.records)
+    return text_table(*summary_rows([run]))
+
+
+def green_app(settings: Settings, card_url: str, allowed_hosts: tuple[str, ...] = ()) -> App:
+    """The green agent's application: A2A at `/`, the assigned episodes under `/assess/`."""
+    seats = Seats()
+    http = HttpSettings(settings, allowed_hosts)
+    tools = tools_for(SessionConfig.of(settings).limits)
+    mcp = build_assessment_server(seats, tools, routed_seat(seats), http)
+    episodes = http_app(mcp, http, None, seats=seats)
+    card = a2a.agent_card(
+        "sqlenv green agent",
+        "Assesses agents on SQL exploration: questions about hidden-schema SQLite databases, "
+        "answered with MCP tools, scored by the sqlenv engine.",
+        card_url,
+        SKILL,
+    )
+    agent = a2a.a2a_app(card, GreenExecutor(Assessor(settings, seats, card_url)))
+
+    async def route(scope: Scope, receive: Receive, send: Send) -> None:
+        # The episodes' app runs the MCP sessions' lifespan; the A2A app needs none.
+        if scope["type"] == "lifespan" or scope.get("path", "").startswith("/assess/"):
+            await episodes(scope, receive, send)
+        else:
+            await agent(scope, receive, send)
+
+    return route

@@ -1,0 +1,75 @@
+"""What an assessment request holds, checked with a reason a sender can act on.
+
+{"participants": {"agent": "http://purple.example:9019/"},
+ "config": {"episodes": 20, "seed": 0, "split": "dev", "max_steps": 15}}
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
+
+PARTICIPANT = "agent"
+
+
+class RequestError(ValueError):
+    """A request the green agent rejects; the message says why."""
+
+
+class AssessmentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    episodes: int | Literal["all"] = "all"
+    seed: int = 0
+    split: str | None = None
+    max_steps: Annotated[int, Field(ge=1, le=1000)] | None = None
+    episode_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 300.0
+
+    @field_validator("episodes", mode="before")
+    @classmethod
+    def _episode_count(cls, value: object) -> object:
+        if value == "all" or (type(value) is int and value >= 1):
+            return value
+        raise ValueError(
+            f"{value!r} is not a number of episodes: give a whole number from 1, or 'all'"
+        )
+
+
+class AssessmentRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    participants: dict[str, HttpUrl]
+    config: AssessmentConfig = AssessmentConfig()
+
+    @property
+    def participant(self) -> str:
+        return str(self.participants[PARTICIPANT])
+
+
+def parse_request(payload: str | dict) -> AssessmentRequest:
+    """The request a message carries (as JSON text or a data part), or `RequestError`."""
+    if isinstance(payload, str):
+        try:
+            payload = json.loads(payload)
+        except ValueError:
+            raise RequestError(
+                'the request is not JSON: send {"participants": {"agent": "<A2A URL>"}, '
+                '"config": {...}}'
+            ) from None
+    try:
+        request = AssessmentRequest.model_validate(payload)
+    except ValidationError as error:
+        reasons = "; ".join(
+            f"{'.'.join(map(str, problem['loc'])) or 'request'}: "
+            f"{problem['msg'].removeprefix('Value error, ')}"
+            for problem in error.errors(include_url=False)
+        )
+        raise RequestError(f"invalid assessment request: {reasons}") from None
+    if set(request.participants) != {PARTICIPANT}:
+        named = ", ".join(sorted(request.participants)) or "none"
+        raise RequestError(
+            f"participants must name one agent under the role {PARTICIPANT!r} (got: {named})"
+        )
+    return request

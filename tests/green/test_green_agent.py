@@ -1,0 +1,238 @@
+"""The green agent over A2A on 127.0.0.1: it assesses the reference purple agent with the
+numbers `sqlenv eval` gives for the same policy and seed, refuses a hostile participant every
+way of picking or replaying its question, and rejects a malformed request with its reason."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.types import AgentSkill, Role, Task, TaskState
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from env_core.cli import main as sqlenv
+from evals.green import a2a
+from evals.local_server import LocalServer, free_port
+
+pytestmark = pytest.mark.anyio
+DEV = "dev_without_wta_1"
+CARD = "/.well-known/agent-card.json"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def start_agent(*arguments: str, spider_dir, cache_dir) -> LocalServer:
+    port = free_port()
+    command = [sys.executable, "-m", "env_core.cli", *arguments, "--port", str(port)]
+    command += ["--data-dir", str(spider_dir), "--split", DEV, "--cache-dir", str(cache_dir)]
+    return LocalServer(command, port, CARD)
+
+
+@pytest.fixture(scope="module")
+def green(spider_dir, cache_dir) -> Iterator[LocalServer]:
+    server = start_agent("green", spider_dir=spider_dir, cache_dir=cache_dir)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def purple(spider_dir, cache_dir) -> Iterator[dict[str, LocalServer]]:
+    started = {
+        policy: start_agent(
+            "purple", "--policy", policy, spider_dir=spider_dir, cache_dir=cache_dir
+        )
+        for policy in ("oracle", "random")
+    }
+    yield started
+    for server in started.values():
+        server.stop()
+
+
+async def assess(green_url: str, request: Any) -> tuple[list[Task], Task]:
+    """Send an assessment request; every task state streamed back, and the last."""
+    agent = await a2a.RemoteAgent(green_url).open(streaming=True)
+    text = request if isinstance(request, str) else json.dumps(request)
+    try:
+        states = [event async for event in agent.events(a2a.message(text))]
+    finally:
+        await agent.close()
+    return states, states[-1]
+
+
+def results_of(task: Task) -> dict[str, Any]:
+    [artifact] = task.artifacts
+    [data] = [part.root.data for part in artifact.parts if part.root.kind == "data"]
+    return data
+
+
+def eval_run(policy: str, episodes: int, seed: int, spider_dir, tmp_path) -> dict[str, Any]:
+    out = tmp_path / policy
+    arguments = ["eval", "--policy", policy, "--episodes", str(episodes), "--seed", str(seed)]
+    arguments += ["--data-dir", str(spider_dir), "--split", DEV, "--out", str(out)]
+    assert sqlenv([*arguments, "--no-progress"]) == 0
+    records = [json.loads(line) for line in (out / "episodes.jsonl").read_text().splitlines()]
+    return {"summary": json.loads((out / "summary.json").read_text()), "episodes": records}
+
+
+def outline(records: list[dict[str, Any]]) -> list[tuple]:
+    return [
+        (r["index"], r["question_id"], r["correct"], r["total_reward"], len(r["steps"]))
+        for r in records
+    ]
+
+
+def test_the_agent_card_describes_the_assessment(green):
+    card = httpx.get(green.url + CARD, timeout=10).json()
+    assert card["name"] == "sqlenv green agent" and card["url"] == green.url + "/"
+    assert card["protocolVersion"] == "0.3.0" and card["capabilities"]["streaming"] is True
+    [skill] = card["skills"]
+    assert skill["id"] == "sql-exploration-assessment" and skill["description"]
+
+
+@pytest.mark.parametrize(("policy", "episodes", "seed"), [("oracle", 20, 7), ("random", 30, 3)])
+async def test_the_reference_purple_agent_scores_what_sqlenv_eval_gives(
+    green, purple, policy, episodes, seed, spider_dir, tmp_path
+):
+    request = {
+        "participants": {"agent": purple[policy].url + "/"},
+        "config": {"episodes": episodes, "seed": seed, "split": DEV},
+    }
+    states, final = await assess(green.url, request)
+    assert final.status.state == TaskState.completed
+    progress = [a2a.reply_text(s) for s in states if s.status.state == TaskState.working]
+    assert any(f"episode {episodes}/{episodes}" in line for line in progress)
+    results = results_of(final)
+    expected = eval_run(policy, episodes, seed, spider_dir, tmp_path)
+    assert results["summary"] == expected["summary"]
+    assert outline(results["episodes"]) == outline(expected["episodes"])
+    assert results["config"]["policy"] == f"sqlenv purple agent ({policy})"
+    if policy == "oracle":
+        assert results["summary"]["overall"]["success"]["rate"] == 1.0
+    text = a2a.reply_text(final)
+    assert f"sqlenv purple agent ({policy})  all" in text
+
+
+class HostileExecutor(AgentExecutor):
+    """A participant that tries every way to pick, restart or replay its question."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        brief = a2a.payload(context.message)
+        url = brief["mcp_url"]
+        seen: dict[str, Any] = {}
+        async with (
+            streamable_http_client(url) as (read, write, _),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            first = await client.call_tool("start_episode", {})
+            picked = await client.call_tool("start_episode", {"question_id": f"{DEV}:1"})
+            seeded = await client.call_tool("start_episode", {"seed": 5})
+            again = await client.call_tool("start_episode", {})
+            by_id = await client.call_tool("query", {"sql": "SELECT 1", "episode_id": "other"})
+            wrong = await client.call_tool("answer", {"value": "surely not the answer"})
+            second = await client.call_tool("answer", {"value": "0"})
+            seen["same_episode"] = (
+                again.structuredContent["episode_id"] == first.structuredContent["episode_id"]
+            )
+            seen["refused"] = [r.content[0].text for r in (picked, seeded, by_id, second)]
+            seen["wrong"] = wrong.content[0].text
+        sibling = url.replace("/assess/", "/assess/x")
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
+        async with httpx.AsyncClient() as http:
+            seen["sibling_status"] = (await http.post(sibling, json=initialize)).status_code
+        self.seen.append(seen)
+        await event_queue.enqueue_event(a2a.message("I answered correctly.", role=Role.agent))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+@pytest.fixture
+def hostile() -> Iterator[tuple[str, HostileExecutor]]:
+    executor = HostileExecutor()
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    skill = AgentSkill(id="hostile", name="hostile", description="replays", tags=[])
+    app = a2a.a2a_app(a2a.agent_card("hostile", "tries to replay", url, skill), executor)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    yield url, executor
+    server.should_exit = True
+    thread.join()
+
+
+async def test_a_hostile_participant_is_refused_and_scores_nothing(green, hostile):
+    url, executor = hostile
+    request = {"participants": {"agent": url}, "config": {"episodes": 3, "seed": 1}}
+    _, final = await assess(green.url, request)
+    assert final.status.state == TaskState.completed
+    assert len(executor.seen) == 3
+    for seen in executor.seen:
+        assert seen["same_episode"] and seen["sibling_status"] == 404
+        picked, seeded, by_id, second = seen["refused"]
+        assert "cannot be chosen or restarted" in picked and "cannot be chosen" in seeded
+        assert "query does not take 'episode_id'" in by_id
+        assert "has ended (was answered)" in second
+        assert seen["wrong"].startswith("Incorrect.")
+    results = results_of(final)
+    assert results["summary"]["overall"]["success"]["successes"] == 0
+    assert all(r["total_reward"] <= 0.2 and not r["correct"] for r in results["episodes"])
+
+
+@pytest.mark.parametrize(
+    ("request_text", "reason"),
+    [
+        ("assess me", "the request is not JSON"),
+        ('{"participants": {}}', "participants must name one agent under the role 'agent'"),
+        (
+            '{"participants": {"agent": "http://127.0.0.1:9/"}, "config": {"episodes": 0}}',
+            "config.episodes: 0 is not a number of episodes: give a whole number from 1, or 'all'",
+        ),
+        (
+            '{"participants": {"agent": "http://127.0.0.1:9/"}, "config": {"rounds": 3}}',
+            "config.rounds: Extra inputs are not permitted",
+        ),
+        (
+            '{"participants": {"agent": "http://127.0.0.1:9/"}, "config": {"episodes": 5000}}',
+            "config.episodes: 5000 is more than the",
+        ),
+        (
+            '{"participants": {"agent": "http://127.0.0.1:9/"}, "config": {"split": "nosuch"}}',
+            "config.split: no question file for split 'nosuch'",
+        ),
+        (
+            '{"participants": {"agent": "not a url"}}',
+            "participants.agent: Input should be a valid URL",
+        ),
+    ],
+)
+async def test_a_malformed_request_is_rejected_with_its_reason(green, request_text, reason):
+    _, final = await assess(green.url, request_text)
+    assert final.status.state == TaskState.rejected
+    assert reason in a2a.reply_text(final)
+
+
+async def test_an_unreachable_participant_fails_the_task_clearly(green):
+    dead = f"http://127.0.0.1:{free_port()}/"
+    _, final = await assess(green.url, {"participants": {"agent": dead}})
+    assert final.status.state == TaskState.failed
+    assert f"cannot reach the A2A agent at {dead}" in a2a.reply_text(final)
