@@ -63,3 +63,9 @@ def load_config(path: str | Path) -> RunConfig:
 def tiny_config(stage: str) -> Path:
     """The CPU configuration of a stage ("sft" or "grpo")."""
     return CONFIG_DIR / f"{stage}_tiny.toml"
+
+
+def stage_config(stage: str, model: str = "tiny") -> RunConfig:
+    """The shipped configuration of a stage ("sft" or "grpo") for a model: "tiny" (a CPU run on
+    a tiny model built locally) or a file's model part, such as "qwen3_0.6b"."""
+    return load_config(CONFIG_DIR / f"{stage}_{model}.toml")
