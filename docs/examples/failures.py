@@ -1,6 +1,6 @@
 """Where a policy fails: read a run folder's episodes.jsonl (written by `sqlenv eval`) and print
-how its episodes ended by hardness, the answers that were right, the calls that failed, and
-the transcript of one episode.
+how its episodes ended by hardness, the answers that were right, the calls that failed, the
+policy's own counters (an LLM policy's malformed turns) and the transcript of one episode.
 
     python docs/examples/failures.py runs/random --transcript dev_without_wta_1:258
 """
@@ -58,6 +58,15 @@ def failed_calls(episodes: list[dict]) -> list[str]:
     return lines
 
 
+def policy_counters(episodes: list[dict]) -> list[str]:
+    totals: Counter = Counter()
+    for e in episodes:
+        totals.update(e["notes"])
+    if not totals:
+        return []
+    return ["policy counters: " + ", ".join(f"{name} {n}" for name, n in sorted(totals.items()))]
+
+
 def transcript(episode: dict) -> list[str]:
     lines = [f"episode {episode['question_id']} ({episode['hardness']}), {ending(episode)}"]
     lines.append(episode["opening"])
@@ -76,13 +85,18 @@ def main() -> None:
     arguments = parser.parse_args()
     lines = (arguments.run / "episodes.jsonl").read_text().splitlines()
     episodes = sorted((json.loads(line) for line in lines), key=lambda e: e["index"])
-    sections = [by_hardness(episodes), right_answers(episodes), failed_calls(episodes)]
+    sections = [
+        by_hardness(episodes),
+        right_answers(episodes),
+        failed_calls(episodes),
+        policy_counters(episodes),
+    ]
     if arguments.transcript:
         chosen = [e for e in episodes if e["question_id"] == arguments.transcript]
         if not chosen:
             parser.error(f"no episode of {arguments.transcript} in {arguments.run}")
         sections.append(transcript(chosen[0]))
-    print("\n\n".join("\n".join(section) for section in sections))
+    print("\n\n".join("\n".join(section) for section in sections if section))
 
 
 if __name__ == "__main__":

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
+import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from importlib.metadata import distribution
 from pathlib import Path
 
-from doc_examples import REPO, fence, run
+from doc_examples import REPO, environment, fence, workdir
 
 PACKAGE = "sqlenv-mcp"
 SOURCE_PACKAGES = ("env_core", "sqlenv_mcp", "adapters", "training", "evals")
@@ -96,8 +97,16 @@ def section(command: str, help_text: str) -> str:
 
 
 def reference() -> str:
-    """A section per command with the help it prints now (in parallel: some import torch)."""
+    """A section per command with the help it prints now."""
     found = commands()
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        helps = list(pool.map(lambda command: run(f"{command} --help"), found))
-    return "\n".join(section(command, text) for command, text in zip(found, helps, strict=True))
+    printed = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("print_help.py")), *found],
+        cwd=workdir(),
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    helps = json.loads(printed.stdout)
+    return "\n".join(section(command, helps[command]) for command in found)
