@@ -1,11 +1,12 @@
 """MCP tool-call latency, client to server and back, measured in one run.
 
-Over stdio and over streamable HTTP, one client makes the same calls, interleaved: `noop` (a
-tool on the same server that does nothing and returns a result of the same shape: the SDK
-floor), `noop_plain` (the same without an output schema), `describe`, `sample` and `query`
-(a Spider gold query). Over stdio the same client also calls `read_query` with the same SQL on
-`mcp-server-sqlite` (PyPI; the archived reference SQLite server) serving a copy of the same
-database. Prints p50/p99 and the ratios.
+One client holds four sessions at once: sqlenv-mcp over stdio, the same with
+--no-output-schemas, the same over streamable HTTP, and `mcp-server-sqlite` (PyPI; the archived
+reference SQLite server) over stdio, serving a copy of the same database. Every round makes the
+same calls on each in turn: `noop` (a tool on the same server that does nothing and returns a
+result of the same shape: the SDK floor), `noop_plain` (the same without an output schema),
+`describe`, `sample` and `query` (a Spider gold query), and on the reference `read_query` with
+the same SQL. Prints p50/p99 and the ratios.
 
     python benchmarks/bench_mcp.py --data-dir ../shared/data/spider
 """
@@ -31,6 +32,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 FLOOR_SERVER = Path(__file__).with_name("mcp_floor_server.py")
 QUESTION = "dev_without_wta_1:1"  # concert_singer: names, countries and ages of singers
+MAX_STEPS = 1000  # the largest budget the server allows
+ROUNDS_PER_EPISODE = MAX_STEPS // 3  # three of a round's calls are episode steps
 
 
 @asynccontextmanager
@@ -84,20 +87,31 @@ async def timed(session: ClientSession, tool: str, arguments: dict) -> float:
     return elapsed
 
 
-async def measure_sqlenv(session: ClientSession, sql: str, rounds: int) -> dict[str, list[float]]:
-    await session.call_tool("start_episode", {"question_id": QUESTION})
-    calls = {
+def calls_of(sql: str) -> dict[str, dict]:
+    return {
         "noop_plain": {},
         "noop": {},
         "describe": {"table": "singer"},
         "sample": {"table": "singer"},
         "query": {"sql": sql},
     }
-    timings: dict[str, list[float]] = defaultdict(list)
-    for _ in range(rounds):
-        for tool, arguments in calls.items():
-            timings[tool].append(await timed(session, tool, arguments))
-    return timings
+
+
+async def measure(
+    sessions: dict[str, ClientSession], reference: ClientSession, sql: str, rounds: int
+) -> tuple[dict[str, dict[str, list[float]]], list[float]]:
+    """Each round makes every call on every session in turn, so that the load the machine's
+    other work puts on them is shared alike."""
+    timings: dict[str, dict[str, list[float]]] = {door: defaultdict(list) for door in sessions}
+    reference_times = []
+    for round_ in range(rounds):
+        reference_times.append(await timed(reference, "read_query", {"query": sql}))
+        for door, session in sessions.items():
+            if round_ % ROUNDS_PER_EPISODE == 0:
+                await session.call_tool("start_episode", {"question_id": QUESTION})
+            for tool, arguments in calls_of(sql).items():
+                timings[door][tool].append(await timed(session, tool, arguments))
+    return timings, reference_times
 
 
 def p(samples: list[float], q: int) -> float:
@@ -132,7 +146,7 @@ async def main() -> None:
         "--split",
         "dev_without_wta_1",
         "--max-steps",
-        "1000000",
+        str(MAX_STEPS),
     ]
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -144,28 +158,25 @@ async def main() -> None:
             "--db-path",
             str(copy),
         ]
-        async with stdio_session(reference_command) as reference:
-            reference_times = [
-                await timed(reference, "read_query", {"query": question.sql})
-                for _ in range(args.rounds)
-            ]
-        async with stdio_session([sys.executable, str(FLOOR_SERVER), *server_args]) as session:
-            stdio_times = await measure_sqlenv(session, question.sql, args.rounds)
         plain_command = [sys.executable, str(FLOOR_SERVER), *server_args, "--no-output-schemas"]
-        async with stdio_session(plain_command) as session:
-            plain_times = await measure_sqlenv(session, question.sql, args.rounds)
-    async with http_session(server_args) as session:
-        http_times = await measure_sqlenv(session, question.sql, args.rounds)
+        async with (
+            stdio_session(reference_command) as reference,
+            stdio_session([sys.executable, str(FLOOR_SERVER), *server_args]) as stdio,
+            stdio_session(plain_command) as plain,
+            http_session(server_args) as http,
+        ):
+            sessions = {"stdio": stdio, "stdio*": plain, "http": http}
+            timings, reference_times = await measure(sessions, reference, question.sql, args.rounds)
 
     print(f"{args.rounds} rounds; latency in ms, client call to result")
     print("vs floor: against `noop` (same output schema) or, without schemas, `noop_plain`;")
     print("vs ref: against mcp-server-sqlite's read_query over stdio")
     print(f"{'door':<7}{'tool':<20}{'p50':>8}{'p99':>8}{'vs floor':>10}{'vs ref':>10}")
-    stdio_times["mcp-server-sqlite"] = reference_times
-    report("stdio", stdio_times, "noop", reference_times)
-    del plain_times["noop"]
-    report("stdio*", plain_times, "noop_plain", reference_times)
-    report("http", http_times, "noop", reference_times)
+    timings["stdio"]["mcp-server-sqlite"] = reference_times
+    report("stdio", timings["stdio"], "noop", reference_times)
+    del timings["stdio*"]["noop"]
+    report("stdio*", timings["stdio*"], "noop_plain", reference_times)
+    report("http", timings["http"], "noop", reference_times)
     print("stdio*: sqlenv-mcp --no-output-schemas")
 
 

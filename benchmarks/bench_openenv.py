@@ -1,12 +1,13 @@
 """OpenEnv door: WebSocket step latency against the framework floor, and a concurrency sweep.
 
-The floor is a no-op environment served by the same `create_app`, with the same concurrency
-settings and the same observation shapes: what OpenEnv itself costs per step (WebSocket frame,
-JSON, pydantic validation and serialisation). Both servers run as uvicorn subprocesses on
-127.0.0.1 and one client process drives them, so client and server share the machine's cores.
+The floor is a no-op environment served by the same `create_app`, with the same concurrency and
+WebSocket settings and the same observation shapes: what OpenEnv itself costs per step
+(WebSocket frame, JSON, pydantic validation and serialisation). Both servers run as uvicorn
+subprocesses on 127.0.0.1 and one client process drives them, so client and server share the
+machine's cores.
 
 1. Latency: one typed client per server, the same calls interleaved (describe, sample, query
-   on Spider's concert_singer), p50/p99 per tool and the ratio ours / floor.
+   on Spider's concert_singer), p50/p99 per tool and over all calls, and the ratio ours / floor.
 2. Sweep: N sessions at once (64, 256, 1024), each connecting, resetting, then (when all have
    reset) making 10 steps, the last an answer. Success rate, p99 step latency, and the
    server's RSS growth per open session, measured while all N sessions hold an episode.
@@ -41,6 +42,8 @@ LATENCY_CALLS = {
     "query": {"sql": "SELECT name, country, age FROM singer ORDER BY age DESC"},
 }
 EPISODE_STEPS = 10
+MAX_STEPS = 1000  # the largest budget the server allows
+ROUNDS_PER_EPISODE = MAX_STEPS // len(LATENCY_CALLS)
 
 
 def serve_floor(port: int, max_sessions: int) -> None:
@@ -52,6 +55,7 @@ def serve_floor(port: int, max_sessions: int) -> None:
     from openenv.core.env_server.types import ConcurrencyConfig
 
     from adapters.openenv.models import EpisodeObservation, SQLState
+    from adapters.openenv.server import WEBSOCKET_OPTIONS
 
     class NoopEnvironment(Environment):
         SUPPORTS_CONCURRENT_SESSIONS = True
@@ -92,7 +96,7 @@ def serve_floor(port: int, max_sessions: int) -> None:
         ),
         state_cls=SQLState,
     )
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", **WEBSOCKET_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -153,8 +157,9 @@ async def measure_latency(floor_url: str, ours_url: str, rounds: int) -> dict[st
     timings: dict[str, list[float]] = defaultdict(list)
     async with client(floor_url) as floor_env, client(ours_url) as our_env:
         await floor_env.reset()
-        await our_env.reset(question_id=QUESTION)
-        for _ in range(rounds):
+        for round_ in range(rounds):
+            if round_ % ROUNDS_PER_EPISODE == 0:
+                await our_env.reset(question_id=QUESTION)
             for tool, arguments in LATENCY_CALLS.items():
                 for name, env in (("floor", floor_env), ("ours", our_env)):
                     started = time.perf_counter()
@@ -242,14 +247,19 @@ def main() -> None:
         serve_floor(args.port, args.max_sessions)
         return
 
-    with running(floor(4)) as floor_server, running(ours(args, 4, 10**9)) as our_server:
+    with running(floor(4)) as floor_server, running(ours(args, 4, MAX_STEPS)) as our_server:
         timings = asyncio.run(measure_latency(floor_server.url, our_server.url, args.rounds))
     print(f"WebSocket step latency, ms ({args.rounds} calls each, interleaved)")
     print(
         f"{'tool':<10}{'floor p50':>10}{'p99':>8}{'ours p50':>10}{'p99':>8}{'p50 x':>8}{'p99 x':>8}"
     )
-    for tool in LATENCY_CALLS:
-        f, o = timings[f"floor {tool}"], timings[f"ours {tool}"]
+    for tool in [*LATENCY_CALLS, "all"]:
+        if tool == "all":
+            f, o = (
+                [x for t in LATENCY_CALLS for x in timings[f"{n} {t}"]] for n in ("floor", "ours")
+            )
+        else:
+            f, o = timings[f"floor {tool}"], timings[f"ours {tool}"]
         f50, f99, o50, o99 = (percentile(s, q) for s in (f, o) for q in (50, 99))
         print(f"{tool:<10}{f50:>10.3f}{f99:>8.3f}{o50:>10.3f}{o99:>8.3f}", end="")
         print(f"{o50 / f50:>7.2f}x{o99 / f99:>7.2f}x")

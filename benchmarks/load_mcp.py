@@ -1,12 +1,18 @@
-"""Load on the MCP HTTP server: N concurrent sessions, each playing a 10-step episode.
+"""Load on the MCP HTTP server: N concurrent sessions, each playing a 10-step episode, against
+the SDK's no-op floor under the same load.
 
-For each session count, a fresh `sqlenv-mcp --transport http` process on 127.0.0.1 serves
-Spider dev; N clients (lean JSON-RPC over one keep-alive connection each, not the SDK
-client, so the load generator stays cheap) each initialise a session, start an episode, make 9
-more tool calls (describe, sample, queries, answer) and end the session. Prints success rate,
-p50/p99 step latency, throughput and the server's resident memory per session, then the knee:
-the first count where p99 exceeds 1 s or success drops below 99.9%. With --runaway, one more
-session keeps sending a query that would run forever, to show the others' latency meanwhile.
+For each session count, a fresh server process on 127.0.0.1 serves Spider dev: the floor
+(`mcp_floor_server.py`: the same server with a `noop` tool) and ours (`sqlenv-mcp --transport
+http`). N clients each open a session, make 10 tool calls and end the session. On ours the
+calls are an episode (start_episode, describe, sample, six queries, answer); on the floor,
+`noop` ten times. Clients speak HTTP/1.1 on one keep-alive connection each, with a minimal
+hand-written client (an httpx client costs more CPU per request than the server does, so the
+load generator, not the server, would set the pace on two cores). Prints success rate, p50/p99
+call latency, calls per second, the server's CPU time per call (its process and its SQL
+workers: the figure the machine's other load disturbs least) and its resident memory per
+session, the ratios ours/floor, then the knee: the first count where ours has p99 over 1 s or
+success below 99.9%. With --runaway, one more session keeps sending a query that would run
+forever, to show the others' latency meanwhile.
 
     python benchmarks/load_mcp.py --data-dir ../shared/data/spider --sessions 64 256 1000
 """
@@ -21,11 +27,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
+import psutil
 
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+FLOOR_SERVER = Path(__file__).with_name("mcp_floor_server.py")
 PROTOCOL = "2025-06-18"
+CALLS = 10  # per session
 
 
 @dataclass
@@ -37,46 +46,84 @@ class Tally:
 
 
 class Session:
-    """One MCP session over its own keep-alive connection (a shared httpx pool of hundreds of
-    connections costs the load generator more CPU than the server spends)."""
+    """One MCP session over its own keep-alive HTTP/1.1 connection."""
 
     def __init__(self, url: str, tally: Tally, timeout_s: float) -> None:
-        self.url, self.tally = url, tally
-        self.client = httpx.AsyncClient(limits=httpx.Limits(max_connections=1), timeout=timeout_s)
-        self.headers = dict(HEADERS)
+        parts = urlsplit(url)
+        self.address = (parts.hostname, parts.port)
+        self.path = parts.path
+        self.tally, self.timeout_s = tally, timeout_s
+        self.headers = {
+            "Host": parts.netloc,
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
         self.next_id = 0
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
 
-    async def rpc(self, method: str, params: dict | None = None) -> dict | None:
+    def note(self, headers: dict[str, str]) -> None:
+        """Called with every response's headers (lower-case names)."""
+        if "mcp-session-id" in headers:
+            self.headers["Mcp-Session-Id"] = headers["mcp-session-id"]
+            self.headers["Mcp-Protocol-Version"] = PROTOCOL
+
+    async def send(self, method: str, body: dict | None = None) -> bytes:
+        """One HTTP request on the session's connection; the response body."""
+        return await asyncio.wait_for(self._exchange(method, body), self.timeout_s)
+
+    async def _exchange(self, method: str, body: dict | None) -> bytes:
+        if self._writer is None or self._reader.at_eof():
+            self._reader, self._writer = await asyncio.open_connection(*self.address)
+        content = json.dumps(body).encode() if body is not None else b""
+        headers = {**self.headers, "Content-Length": len(content)}
+        head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        self._writer.write(f"{method} {self.path} HTTP/1.1\r\n{head}\r\n".encode() + content)
+        status, headers = await self._read_head()
+        payload = await self._read_body(headers)
+        if status >= 400:
+            raise RuntimeError(f"HTTP {status}: {payload[:200]!r}")
+        self.note(headers)
+        return payload
+
+    async def _read_head(self) -> tuple[int, dict[str, str]]:
+        lines = (await self._reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name:
+                headers[name.lower()] = value.strip()
+        return int(lines[0].split()[1]), headers
+
+    async def _read_body(self, headers: dict[str, str]) -> bytes:
+        if headers.get("transfer-encoding") == "chunked":  # a server-sent event stream
+            body = bytearray()
+            while size := int((await self._reader.readline()).split(b";")[0], 16):
+                body += await self._reader.readexactly(size)
+                await self._reader.readline()
+            await self._reader.readline()
+            return bytes(body)
+        return await self._reader.readexactly(int(headers.get("content-length", 0)))
+
+    async def rpc(self, method: str, params: dict | None = None) -> dict:
         self.next_id += 1
         body = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}}
-        response = await self.client.post(self.url, json=body, headers=self.headers)
-        response.raise_for_status()
-        if "mcp-session-id" in response.headers:
-            self.headers["mcp-session-id"] = response.headers["mcp-session-id"]
-            self.headers["mcp-protocol-version"] = PROTOCOL
-        for line in response.text.splitlines():
-            if line.startswith("data:"):
-                return json.loads(line[5:])
-        return json.loads(response.text) if response.text else None
+        return reply_of(await self.send("POST", body))
 
     async def open(self) -> None:
+        client = {"name": "load", "version": "1"}
         await self.rpc(
-            "initialize",
-            {
-                "protocolVersion": PROTOCOL,
-                "capabilities": {},
-                "clientInfo": {"name": "load", "version": "1"},
-            },
+            "initialize", {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": client}
         )
-        notice = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-        await self.client.post(self.url, json=notice, headers=self.headers)
+        await self.send("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     async def call(self, tool: str, arguments: dict) -> dict:
         started = time.perf_counter()
         try:
-            reply = await self.rpc("tools/call", {"name": tool, "arguments": arguments})
-            result = reply["result"]
-        except (httpx.HTTPError, KeyError, TypeError, ValueError) as error:
+            result = (await self.rpc("tools/call", {"name": tool, "arguments": arguments}))[
+                "result"
+            ]
+        except (OSError, RuntimeError, TimeoutError, KeyError, ValueError) as error:
             self.tally.steps_failed += 1
             self.tally.errors.append(f"{tool}: {type(error).__name__}: {error}")
             raise
@@ -85,8 +132,19 @@ class Session:
         return result
 
     async def close(self) -> None:
-        await self.client.delete(self.url, headers=self.headers)
-        await self.client.aclose()
+        try:
+            await self.send("DELETE")
+        finally:
+            if self._writer is not None:
+                self._writer.close()
+
+
+def reply_of(body: bytes) -> dict:
+    """The JSON-RPC message in a reply: one JSON body, or a server-sent event."""
+    for line in body.splitlines():
+        if line.startswith(b"data:"):
+            return json.loads(line[5:])
+    return json.loads(body)
 
 
 RUNAWAY_SQL = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
@@ -108,6 +166,7 @@ async def run_away(session: Session, stop: asyncio.Event, took_ms: list[float]) 
 
 
 async def play(session: Session, seed: int) -> None:
+    """An episode: start_episode and 9 calls, the last an answer."""
     await session.open()
     start = await session.call("start_episode", {"seed": seed})
     tables = start["structuredContent"]["tables"]
@@ -119,38 +178,61 @@ async def play(session: Session, seed: int) -> None:
     await session.close()
 
 
+async def play_noop(session: Session, _seed: int) -> None:
+    """The floor's session: as many calls, each to the SDK's no-op tool."""
+    await session.open()
+    for _ in range(CALLS):
+        await session.call("noop", {})
+    await session.close()
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
 
 
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+def cpu_s(process: psutil.Process) -> float:
+    """CPU time of a process and of its children (the SQL workers), living and ended."""
+    total = 0.0
+    for each in [process, *process.children(recursive=True)]:
+        try:
+            times = each.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+        if each is process:
+            total += times.children_user + times.children_system
+    return total
 
 
-async def run_level(args: argparse.Namespace, sessions: int) -> dict:
-    port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "sqlenv_mcp",
-        "--transport",
-        "http",
-        "--port",
-        str(port),
-        "--data-dir",
-        str(args.data_dir),
-        "--split",
-        args.split,
+@dataclass(frozen=True)
+class Level:
+    success: float
+    p50: float
+    p99: float
+    calls_per_s: float
+    cpu_ms_per_call: float
+    rss_kib_per_session: float
+    errors: list[str]
+    runaway_ms: list[float]
+
+
+def server_command(args: argparse.Namespace, kind: str, port: int, sessions: int) -> list[str]:
+    program = [str(FLOOR_SERVER)] if kind == "floor" else ["-m", "sqlenv_mcp"]
+    return [
+        *(sys.executable, *program, "--transport", "http", "--port", str(port)),
+        *("--data-dir", str(args.data_dir), "--split", args.split),
         # One client (this one) runs every session.
         *("--max-episodes", str(sessions + 16)),
         *("--max-episodes-per-client", str(sessions + 16)),
         *("--max-connections-per-client", str(sessions + 16)),
     ]
+
+
+async def run_level(args: argparse.Namespace, kind: str, sessions: int) -> Level:
+    port = free_port()
+    command = server_command(args, kind, port, sessions)
     server = subprocess.Popen(command, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -160,7 +242,8 @@ async def run_level(args: argparse.Namespace, sessions: int) -> dict:
                 break
             except httpx.HTTPError:
                 time.sleep(0.1)
-        idle_rss = rss_kib(server.pid)
+        process = psutil.Process(server.pid)
+        idle_rss = process.memory_info().rss
         peak_rss = idle_rss
         tally = Tally()
         runaway_ms: list[float] = []
@@ -168,34 +251,35 @@ async def run_level(args: argparse.Namespace, sessions: int) -> dict:
         url = f"{base}/mcp"
         runaway = asyncio.create_task(
             run_away(Session(url, Tally(), args.timeout), stop, runaway_ms)
-            if args.runaway
+            if args.runaway and kind == "ours"
             else asyncio.sleep(0)
         )
+        cpu_before = cpu_s(process)
         started = time.perf_counter()
+        player = play if kind == "ours" else play_noop
         tasks = [
-            asyncio.create_task(play(Session(url, tally, args.timeout), seed))
+            asyncio.create_task(player(Session(url, tally, args.timeout), seed))
             for seed in range(sessions)
         ]
         while not all(task.done() for task in tasks):
-            peak_rss = max(peak_rss, rss_kib(server.pid))
+            peak_rss = max(peak_rss, process.memory_info().rss)
             await asyncio.sleep(0.2)
         elapsed = time.perf_counter() - started
+        cpu = cpu_s(process) - cpu_before
         failed_sessions = sum(1 for task in tasks if task.exception() is not None)
         stop.set()
         await runaway
         latencies = tally.latencies_ms
-        return {
-            "sessions": sessions,
-            "success": 1 - failed_sessions / sessions,
-            "p50": statistics.median(latencies) if latencies else float("nan"),
-            "p99": statistics.quantiles(latencies, n=100)[98]
-            if len(latencies) > 1
-            else float("nan"),
-            "throughput": tally.steps_ok / elapsed,
-            "rss_per_session": (peak_rss - idle_rss) / sessions,
-            "errors": tally.errors[:3],
-            "runaway_ms": runaway_ms,
-        }
+        return Level(
+            success=1 - failed_sessions / sessions,
+            p50=statistics.median(latencies) if latencies else float("nan"),
+            p99=statistics.quantiles(latencies, n=100)[98] if len(latencies) > 1 else float("nan"),
+            calls_per_s=tally.steps_ok / elapsed,
+            cpu_ms_per_call=cpu * 1000 / max(tally.steps_ok, 1),
+            rss_kib_per_session=(peak_rss - idle_rss) / 1024 / sessions,
+            errors=tally.errors[:3],
+            runaway_ms=runaway_ms,
+        )
     finally:
         server.terminate()
         server.wait()
@@ -213,28 +297,38 @@ async def main() -> None:
         help="one more session keeps sending a query that would run forever",
     )
     args = parser.parse_args()
+    print(f"{CALLS} tool calls per session; server CPU includes its SQL workers")
     print(
-        f"{'sessions':>9}{'success':>10}{'p50 ms':>9}{'p99 ms':>10}{'steps/s':>9}"
-        f"{'KiB/session':>13}"
+        f"{'sessions':>9}  {'server':<6}{'success':>9}{'p50 ms':>9}{'p99 ms':>10}"
+        f"{'calls/s':>9}{'CPU ms/call':>13}{'KiB/session':>13}"
     )
     knee = None
     for sessions in args.sessions:
-        level = await run_level(args, sessions)
+        levels = {}
+        for kind in ("floor", "ours"):
+            level = levels[kind] = await run_level(args, kind, sessions)
+            print(
+                f"{sessions:>9}  {kind:<6}{level.success:>9.2%}{level.p50:>9.1f}{level.p99:>10.1f}"
+                f"{level.calls_per_s:>9.0f}{level.cpu_ms_per_call:>13.2f}"
+                f"{level.rss_kib_per_session:>13.0f}"
+            )
+            for error in level.errors:
+                print(f"    e.g. {error}")
+        floor, ours = levels["floor"], levels["ours"]
         print(
-            f"{level['sessions']:>9}{level['success']:>10.2%}{level['p50']:>9.1f}"
-            f"{level['p99']:>10.1f}{level['throughput']:>9.0f}{level['rss_per_session']:>13.0f}"
+            f"{sessions:>9}  {'ratio':<6}{'':>9}{ours.p50 / floor.p50:>8.2f}x"
+            f"{ours.p99 / floor.p99:>9.2f}x{ours.calls_per_s / floor.calls_per_s:>8.2f}x"
+            f"{ours.cpu_ms_per_call / floor.cpu_ms_per_call:>12.2f}x"
         )
-        for error in level["errors"]:
-            print(f"    e.g. {error}")
-        if level["runaway_ms"]:
-            cut = level["runaway_ms"]
+        if ours.runaway_ms:
+            cut = ours.runaway_ms
             print(
                 f"    runaway queries: {len(cut)} cut at the deadline after "
                 f"{min(cut):.0f}-{max(cut):.0f} ms"
             )
-        if knee is None and (level["p99"] > 1000 or level["success"] < 0.999):
+        if knee is None and (ours.p99 > 1000 or ours.success < 0.999):
             knee = sessions
-    print(f"knee (p99 > 1 s or success < 99.9%): {knee or 'not reached'}")
+    print(f"knee of ours (p99 > 1 s or success < 99.9%): {knee or 'not reached'}")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import psutil
 from bench_openenv import SweepResult, percentile, sweep
 from load_mcp import Session, Tally, play
@@ -78,10 +77,10 @@ class TrackedSession(Session):
     def __init__(self, url: str, tally: Tally, timeout_s: float) -> None:
         super().__init__(url, tally, timeout_s)
         self.replica: str | None = None
-        self.client.event_hooks["response"].append(self._note_replica)
 
-    async def _note_replica(self, response: httpx.Response) -> None:
-        self.replica = self.replica or response.headers.get("x-replica")
+    def note(self, headers: dict[str, str]) -> None:
+        super().note(headers)
+        self.replica = self.replica or headers.get("x-replica")
 
 
 async def mcp_load(

@@ -196,6 +196,7 @@ class ReadOnlyExecutor:
         self._lock = threading.Lock()
         self._deadline = 0.0
         self._denied: str | None = None
+        self._users = 1
         self._open()
 
     def _open(self) -> None:
@@ -210,9 +211,18 @@ class ReadOnlyExecutor:
         self._follow_changes()
         return tuple(self._schema)
 
+    def share(self) -> ReadOnlyExecutor:
+        """One more user of this connection (episodes on one database share one): each user
+        closes it once, and the last close closes the connection."""
+        with self._lock:
+            self._users += 1
+        return self
+
     def close(self) -> None:
         with self._lock:
-            self._connection.close()
+            self._users -= 1
+            if self._users == 0:
+                self._connection.close()
 
     def resolve_table(self, name: str) -> str:
         """The table's real name, matched case-insensitively against `sqlite_master`."""
@@ -243,7 +253,9 @@ class ReadOnlyExecutor:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidArgumentError("n must be a whole number of rows, at least 1")
         n = min(n, self.limits.max_sample_rows)
-        schema = self.describe(table)
+        # A table named as `resolve_table` gives it (as episodes do) is found at once.
+        known = self.immutable and isinstance(table, str) and self._schema.get(table)
+        schema = known or self.describe(table)
         if self.sandbox is not None and (
             schema.computed or len(schema.columns) > INLINE_SAMPLE_COLUMNS
         ):
@@ -321,7 +333,8 @@ class ReadOnlyExecutor:
             except sqlite3.Error as error:
                 raise self._explain(error) from None
             finally:
-                self._connection.text_factory = str
+                if self._connection.text_factory is not str:
+                    self._connection.text_factory = str
             elapsed_ms = (time.perf_counter() - started) * 1000
         return QueryResult(columns, rows, truncated, round(elapsed_ms, 3))
 
@@ -336,7 +349,12 @@ class ReadOnlyExecutor:
             cursor = self._connection.execute(sql)
             first = cursor.fetchone()
         max_cell = self.limits.max_cell_chars
-        columns = tuple([_cap_cell(d[0], max_cell) for d in cursor.description or ()])
+        columns = tuple(
+            [
+                d[0] if len(d[0]) <= max_cell else _cap_cell(d[0], max_cell)
+                for d in cursor.description or ()
+            ]
+        )
         rows, truncated = self._capped_rows(first, cursor, limit)
         return columns, rows, truncated
 

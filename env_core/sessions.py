@@ -10,6 +10,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from env_core.answers import AnswerChecker
@@ -103,6 +104,9 @@ class SessionManager:
         self._reaper: threading.Thread | None = None
         self._stopping = threading.Event()
         self.sandbox = Sandbox(self.config.sql_workers, self.config.sql_memory_mb)
+        # One read-only connection per database, shared by its episodes (see `_open_executor`).
+        self._executors: dict[Path, ReadOnlyExecutor] = {}
+        self._selected: dict[tuple[str, str | None], tuple[Question, ...]] = {}
 
     def served(self) -> dict[str, Any]:
         """What the manager serves, for a client to check it evaluates the same questions: the
@@ -131,9 +135,18 @@ class SessionManager:
         _check_selectors(seed, {"question_id": question_id, "db_id": db_id, "split": split})
         if question_id is not None:
             return self.catalog.question(question_id)
-        candidates = self.catalog.questions(split or self.config.split, db_id)
+        candidates = self._candidates(split or self.config.split, db_id)
         rng = random.Random(seed) if seed is not None else self._rng
         return candidates[rng.randrange(len(candidates))]
+
+    def _candidates(self, split: str, db_id: str | None) -> tuple[Question, ...]:
+        """The questions a selector draws from, found once (a scan of the split) per selector
+        that has any: at most one entry per database and split."""
+        key = (split, db_id)
+        found = self._selected.get(key)
+        if found is None:
+            found = self._selected[key] = self.catalog.questions(split, db_id)
+        return found
 
     def create(
         self,
@@ -187,9 +200,17 @@ class SessionManager:
         return episode
 
     def _open_executor(self, question: Question) -> ReadOnlyExecutor:
+        """The database's shared executor, opened on first use and kept until `shutdown`
+        (the caller holds the lock). A connection costs ~110 KiB and an open ~0.3 ms: sharing
+        makes an episode's memory and reset independent of its database, and bounds the
+        connections by the catalog's databases rather than by the episodes open. Calls on it
+        are serialised by its lock; those run in process are short by construction."""
         path = self.catalog.database_path(question.db_id)
+        executor = self._executors.get(path)
+        if executor is not None:
+            return executor.share()
         try:
-            return ReadOnlyExecutor(path, self.config.limits, sandbox=self.sandbox)
+            executor = ReadOnlyExecutor(path, self.config.limits, sandbox=self.sandbox)
         except DataError as error:
             # The file changed since the catalog was prepared: say so without server paths.
             log.error("cannot open the database of %s: %s", question.id, error)
@@ -197,6 +218,8 @@ class SessionManager:
                 f"the database {question.db_id!r} cannot be opened right now; "
                 "start an episode on another question or database"
             ) from error
+        self._executors[path] = executor  # the manager's own use, released by `shutdown`
+        return executor.share()
 
     def get(self, episode_id: str, owner: str | None = None) -> Episode:
         """The open episode, if `owner` may act on it; another's is reported as unknown."""
@@ -293,6 +316,10 @@ class SessionManager:
             episodes = list(self._episodes)
         for episode_id in episodes:
             self.close(episode_id)
+        with self._lock:
+            executors, self._executors = list(self._executors.values()), {}
+        for executor in executors:
+            executor.close()
         self.sandbox.close()
 
     def stats(self) -> SessionStats:

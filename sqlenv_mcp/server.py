@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from env_core import contract
+from env_core.garbage_collection import tune_for_serving
 from env_core.sessions import SessionManager
 from env_core.settings import Settings
 from env_core.tools import ToolSpec
@@ -55,6 +56,10 @@ def _new_server(
         host=http.settings.host,
         port=http.settings.port,
         streamable_http_path="/mcp",
+        # A call is answered with one JSON body rather than a server-sent event stream: no tool
+        # streams progress, and the stream costs a third of the server's time per call
+        # (docs/profiles.md). Connections stay stateful (Mcp-Session-Id), each with its episodes.
+        json_response=True,
         # A connection holding an episode lives as long as the episode may stay idle.
         session_idle_timeout=http.settings.idle_ttl_s,
         max_sessions=MAX_CONNECTIONS,
@@ -194,7 +199,9 @@ def http_app(
 ) -> ASGIApp:
     """The streamable-HTTP application, its connections guarded (see `sqlenv_mcp.guard`):
     `in_use(session_id)` tells a connection that must not be ended early. In assessment
-    mode (`seats`), connections are opened at a seat's address (see `SeatRouter`)."""
+    mode (`seats`), connections are opened at a seat's address (see `SeatRouter`). The
+    process serves from here on: its garbage collector is set for that."""
+    tune_for_serving()
     app = ConnectionGuard(
         server.streamable_http_app(),
         in_use,

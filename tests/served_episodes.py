@@ -4,6 +4,7 @@ request that opens a connection, as a hand-made client sends it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -20,6 +21,15 @@ MCP_INITIALIZE = {
         "clientInfo": {"name": "raw", "version": "1"},
     },
 }
+
+
+def mcp_reply(body: str) -> dict:
+    """The JSON-RPC message of a reply to a raw MCP POST, sent as one JSON body or as a
+    server-sent event (the server may answer either way)."""
+    for line in body.splitlines():
+        if line.startswith("data: "):
+            return json.loads(line.removeprefix("data: "))
+    return json.loads(body)
 
 
 @asynccontextmanager

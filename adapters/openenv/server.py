@@ -36,6 +36,7 @@ from env_core.asgi import listening_socket
 from env_core.command_line import CommandParser, run_main
 from env_core.errors import shown
 from env_core.factory import open_sessions
+from env_core.garbage_collection import tune_for_serving
 from env_core.parent_watch import stop_with_parent
 from env_core.settings import Settings, add_arguments
 
@@ -44,6 +45,10 @@ from env_core.settings import Settings, add_arguments
 EXTRA_EPISODES = 32
 # Request bodies and WebSocket messages: an answer or SQL is at most tens of kilobytes.
 MAX_MESSAGE_BYTES = 1 << 20
+# uvicorn's WebSocket settings. Messages are not compressed (permessage-deflate): an
+# observation is a few kilobytes, and compressing each one cost both ends CPU on every step and
+# the server a compressor per connection (docs/profiles.md).
+WEBSOCKET_OPTIONS = {"ws_max_size": MAX_MESSAGE_BYTES, "ws_per_message_deflate": False}
 
 
 def build_app(settings: Settings) -> FastAPI:
@@ -133,12 +138,13 @@ def main(argv: list[str] | None = None) -> int:
 
     def serve() -> None:
         app = build_app(settings)
+        tune_for_serving()
         listener = listening_socket(settings.host, settings.port)
         stop_with_parent()
         web = " (and /web)" if args.web else ""
         url = f"http://{settings.host}:{settings.port}"
         print(f"sqlenv-openenv: serving OpenEnv at {url}{web}", file=sys.stderr, flush=True)
-        config = uvicorn.Config(app, log_level=settings.log_level, ws_max_size=MAX_MESSAGE_BYTES)
+        config = uvicorn.Config(app, log_level=settings.log_level, **WEBSOCKET_OPTIONS)
         uvicorn.Server(config).run(sockets=[listener])
 
     return run_main("sqlenv-openenv", serve)

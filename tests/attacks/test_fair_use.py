@@ -21,7 +21,7 @@ import websockets
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from process_memory import PeakRSS
-from served_episodes import MCP_HEADERS, MCP_INITIALIZE
+from served_episodes import MCP_HEADERS, MCP_INITIALIZE, mcp_reply
 
 from env_core.settings import Settings
 from evals.local_server import LocalServer, free_port
@@ -85,9 +85,8 @@ class RawConnection:
 
 
 def tool_result(response: httpx.Response) -> dict:
-    """The result of a tools/call answered as a server-sent event."""
-    data = next(line for line in response.text.splitlines() if line.startswith("data: "))
-    return json.loads(data.removeprefix("data: "))["result"]
+    """The result of a tools/call."""
+    return mcp_reply(response.text)["result"]
 
 
 def test_one_client_holds_a_few_mcp_connections_and_others_still_connect(mcp_server):

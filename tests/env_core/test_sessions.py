@@ -3,7 +3,12 @@ import threading
 import pytest
 
 from env_core.episode import refusal
-from env_core.errors import CapacityError, EpisodeFinishedError, UnknownEpisodeError
+from env_core.errors import (
+    CapacityError,
+    EpisodeFinishedError,
+    QueryFailedError,
+    UnknownEpisodeError,
+)
 from env_core.sessions import SessionConfig, SessionManager
 
 DEV = "dev_without_wta_1"
@@ -184,3 +189,21 @@ def test_a_database_broken_after_loading_fails_clearly_and_alone(tmp_path):
     working = sessions.create(db_id="city_library", seed=1)
     assert working.call("query", {"sql": "SELECT count(*) FROM books"}).ok
     sessions.shutdown()
+
+
+def test_episodes_on_one_database_share_its_connection_until_the_last_ends(spider_catalog):
+    manager = SessionManager(spider_catalog, SessionConfig(split=DEV, max_episodes=8))
+    first = manager.create(db_id="concert_singer", seed=1)
+    second = manager.create(db_id="concert_singer", seed=2)
+    other = manager.create(db_id="pets_1", seed=1)
+    assert first.executor is second.executor
+    assert other.executor is not first.executor
+    manager.close(first.episode_id)
+    assert second.call("sample", {"table": "singer", "n": 1}).ok
+    manager.close(second.episode_id)
+    reopened = manager.create(db_id="concert_singer", seed=3)
+    assert reopened.executor is first.executor  # kept open by the manager
+    assert reopened.call("describe", {"table": "stadium"}).ok
+    manager.shutdown()
+    with pytest.raises(QueryFailedError, match="closed database"):
+        first.executor.sample("singer", 1)

@@ -1,6 +1,5 @@
 """The MCP server as its own process: over stdio and over streamable HTTP on 127.0.0.1."""
 
-import json
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -12,7 +11,7 @@ from mcp import ClientSession
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp_processes import stdio_params
-from served_episodes import MCP_HEADERS, MCP_INITIALIZE
+from served_episodes import MCP_HEADERS, MCP_INITIALIZE, mcp_reply
 
 from env_core.answers import gold_as_json
 
@@ -150,6 +149,31 @@ def test_the_server_reports_the_package_version(http_server):
 
     server = http_server()
     reply = httpx.post(f"{server.url}/mcp", json=MCP_INITIALIZE, headers=MCP_HEADERS)
-    data = next(line for line in reply.text.splitlines() if line.startswith("data: "))
-    info = json.loads(data.removeprefix("data: "))["result"]["serverInfo"]
+    info = mcp_reply(reply.text)["result"]["serverInfo"]
     assert info == {"name": "sqlenv", "version": version("sqlenv-mcp")}
+
+
+def test_http_calls_are_answered_as_json_on_the_connection_that_holds_the_episode(http_server):
+    server = http_server()
+    url = f"{server.url}/mcp"
+    opened = [httpx.post(url, json=MCP_INITIALIZE, headers=MCP_HEADERS) for _ in range(2)]
+    sessions = [reply.headers["mcp-session-id"] for reply in opened]
+    assert len(set(sessions)) == 2
+    assert all(reply.headers["content-type"] == "application/json" for reply in opened)
+    started = []
+    for session in sessions:
+        headers = {**MCP_HEADERS, "mcp-session-id": session, "mcp-protocol-version": "2025-06-18"}
+        httpx.post(
+            url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
+        )
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+        call["params"] = {"name": "start_episode", "arguments": {"seed": 3}}
+        reply = httpx.post(url, json=call, headers=headers)
+        assert reply.headers["content-type"] == "application/json"
+        started.append(reply.json()["result"]["structuredContent"]["episode_id"])
+        call["params"] = {"name": "query", "arguments": {"sql": "SELECT 7"}}
+        result = httpx.post(url, json=call, headers=headers).json()["result"]
+        assert result["structuredContent"]["episode_id"] == started[-1]
+        assert result["structuredContent"]["data"]["rows"] == [[7]]
+    assert started[0] != started[1]
+    assert server.health()["episodes"]["active"] == 2
