@@ -238,6 +238,15 @@ class Sandbox:
             raise self._lost(worker, error) from None
         return self._settle(worker, job, reply)
 
+    def warm(self) -> None:
+        """Start every worker now, in the background: a server's first queries then do not
+        wait for a process to start (~0.3 s each, all at once under load)."""
+        with self._lock:
+            missing = 0 if self._closed else self.workers - self._processes
+            self._processes += missing
+        for _ in range(missing):
+            self._replace(None)
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

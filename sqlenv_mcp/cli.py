@@ -115,9 +115,11 @@ def build_server(args: argparse.Namespace) -> Served:
         limits = SessionConfig.of(settings).limits
         sandbox = Sandbox(settings.sql_workers, settings.sql_memory_mb)
         databases = UserDatabases.from_path(args.db, limits, sandbox)
+        sandbox.warm()
         return Served(build_explorer_server(databases, http, args.output_schemas))
     manager = open_sessions(settings)
     manager.start_reaper()
+    manager.sandbox.warm()
     if args.assess:
         seats = Seats()
         assessment = Assessment(manager, seats)

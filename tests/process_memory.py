@@ -16,13 +16,14 @@ MIB = 1 << 20
 def tree_rss(pid: int) -> int:
     """Bytes resident in `pid` and every process below it, now."""
     total = 0
-    for member in _tree(pid):
+    for member in process_tree(pid):
         with contextlib.suppress(OSError, IndexError, ValueError):  # it exited meanwhile
             total += int(Path(f"/proc/{member}/statm").read_text().split()[1]) * PAGE
     return total
 
 
-def _tree(pid: int) -> list[int]:
+def process_tree(pid: int) -> list[int]:
+    """`pid` and every process below it."""
     members, pending = [], [pid]
     while pending:
         current = pending.pop()

@@ -56,6 +56,7 @@ def build_app(settings: Settings) -> FastAPI:
     # OpenEnv's reaper closes idle sessions' episodes after the same idle TTL; the engine's own
     # expiry only catches episodes whose session vanished uncleanly.
     manager = open_sessions(settings, max_episodes=settings.max_episodes + EXTRA_EPISODES)
+    manager.sandbox.warm()
     app = create_app(
         functools.partial(SQLExploreEnvironment, manager),
         CallToolAction,

@@ -17,7 +17,6 @@ TOOLS = ROOT / "scripts" / "docs"
 sys.path.insert(0, str(TOOLS))
 
 import cli_reference  # noqa: E402
-import mkdocs_hooks  # noqa: E402
 import print_help  # noqa: E402
 import record  # noqa: E402
 
@@ -135,30 +134,6 @@ def test_the_drift_check_fails_when_an_example_no_longer_matches_the_program(tmp
     assert "-total reward +1.030 after 2 steps; correct" in checked.stdout + checked.stderr
     assert cog("-r", page).returncode == 0
     assert page.read_text() == (ROOT / "README.md").read_text()
-
-
-NAV = [
-    {"Home": "index.md"},
-    {"Doors": [{"MCP": "mcp.md"}, {"Assessment": "assessment.md"}]},
-    {"Audit": [{"Reward audit": "reward-audit.md"}]},
-]
-
-
-def test_optional_pages_join_the_navigation_and_links_once_their_file_exists(tmp_path):
-    (tmp_path / "index.md").write_text("# Home\n")
-    config = {"docs_dir": str(tmp_path), "nav": NAV}
-    page = "See [the assessment](assessment.md#scores) and [the engine](engine.md)."
-    assert mkdocs_hooks.on_config(dict(config))["nav"] == [
-        {"Home": "index.md"},
-        {"Doors": [{"MCP": "mcp.md"}]},
-    ]
-    shown = mkdocs_hooks.on_page_markdown(page, page=None, config=config)
-    assert shown == "See the assessment and [the engine](engine.md)."
-
-    (tmp_path / "assessment.md").write_text("# Assessment\n")
-    (tmp_path / "reward-audit.md").write_text("# Reward audit\n")
-    assert mkdocs_hooks.on_config(dict(config))["nav"] == NAV
-    assert mkdocs_hooks.on_page_markdown(page, page=None, config=config) == page
 
 
 def test_a_measurement_is_recorded_with_its_command_date_machine_and_commit(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from adversarial import CONCERT, RESOURCE_ATTACKS, WORLD
-from process_memory import MIB, PeakRSS, tree_rss
+from process_memory import MIB, PeakRSS, process_tree, tree_rss
 
 from env_core.errors import (
     InvalidArgumentError,
@@ -201,3 +201,25 @@ def test_the_sandbox_needs_a_worker_and_a_budget():
         Sandbox(workers=0)
     with pytest.raises(ValueError, match="16 MiB"):
         Sandbox(memory_mb=8)
+
+
+def test_a_warmed_sandbox_has_its_workers_up_before_the_first_call(database_dir):
+    def workers() -> int:
+        return len(process_tree(os.getpid())) - 1
+
+    before = workers()
+    pool = Sandbox(workers=2, memory_mb=MEMORY_MB)
+    pool.warm()
+    pool.warm()  # all are started: nothing more
+    deadline = time.monotonic() + 30
+    while workers() < before + 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert workers() == before + 2
+    executor = ReadOnlyExecutor(database(database_dir), sandbox=pool)
+    assert executor.query("SELECT count(*) FROM singer").rows == ((6,),)
+    assert workers() == before + 2
+    executor.close()
+    pool.close()
+    pool.warm()  # closed: starts nothing
+    time.sleep(0.5)
+    assert workers() == before
