@@ -163,10 +163,9 @@ def test_every_console_script_answers_help_and_sqlenv_plays(openenv):
     played = openenv.exec("sqlenv", "play", "--split", SPLIT, "--seed", "3")
     assert played.returncode == 0, played.stderr
     assert played.stdout.rstrip().endswith("; correct")
-    evaluated = openenv.exec(
-        *("sqlenv", "eval", "--policy", "oracle", "--split", SPLIT, "--episodes", "2"),
-        *("--out", "/tmp/eval", "--no-progress"),
-    )
+    # The image's working folder belongs to root: the run goes to a fresh temporary folder.
+    evaluation = f"sqlenv eval --policy oracle --split {SPLIT} --episodes 2 --no-progress"
+    evaluated = openenv.exec("sh", "-c", f'{evaluation} --out "$(mktemp -d)/run"')
     assert evaluated.returncode == 0, evaluated.stderr
 
 
