@@ -186,6 +186,18 @@ def rounds_of(calls: int) -> Iterator[tuple[int, str, dict]]:
         yield number, tool, CALLS[tool]
 
 
+def mcp_calls(kind: str, calls: int) -> Iterator[tuple[str, dict]]:
+    """An MCP door's calls: on ours the rounds, in an episode started again within its step
+    budget; on the floor as many `noop` calls."""
+    for number, tool, arguments in rounds_of(calls):
+        if kind == "floor":
+            yield "noop", {}
+            continue
+        if number % 900 == 0:
+            yield "start_episode", {"question_id": QUESTION}
+        yield tool, arguments
+
+
 # --- doors ----------------------------------------------------------------------------------
 
 
@@ -252,11 +264,7 @@ def profile_mcp_http(args: argparse.Namespace) -> dict[str, Profile]:
 
             async def calls(session: Session = session, kind: str = kind) -> None:
                 await session.open()
-                for number, tool, arguments in rounds_of(args.calls):
-                    if kind == "floor":
-                        tool, arguments = "noop", {}
-                    elif number % 900 == 0:
-                        await session.call("start_episode", {"question_id": QUESTION})
+                for tool, arguments in mcp_calls(kind, args.calls):
                     await session.call(tool, arguments)
                 await session.close()
 
@@ -283,11 +291,7 @@ def profile_mcp_stdio(args: argparse.Namespace) -> dict[str, Profile]:
             await session.initialize()
             pid = int(pid_file.read_text()) if side == "server" else os.getpid()
             with sampling(pid, args.calls, children=side == "server") as profiles:
-                for number, tool, arguments in rounds_of(args.calls):
-                    if kind == "floor":
-                        tool, arguments = "noop", {}
-                    elif number % 900 == 0:
-                        await session.call_tool("start_episode", {"question_id": QUESTION})
+                for tool, arguments in mcp_calls(kind, args.calls):
                     await session.call_tool(tool, arguments)
             return profiles[0]
 

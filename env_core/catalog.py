@@ -93,6 +93,8 @@ class Catalog:
         self.root = root
         self.splits = splits
         self._by_id = {q.id: q for split in splits.values() for q in split.questions}
+        # The questions of each selector asked for, found once: starting an episode asks again.
+        self._selected: dict[tuple[str | None, str | None], tuple[Question, ...]] = {}
 
     @classmethod
     def load(
@@ -139,11 +141,14 @@ class Catalog:
             raise UnknownQuestionError(
                 f"split {shown(split)} is not loaded; loaded splits: {', '.join(self.splits)}"
             )
-        chosen = [self.splits[split]] if split else self.splits.values()
-        found = tuple(q for s in chosen for q in s.questions if db_id in (None, q.db_id))
-        if not found:
-            where = f"database {shown(db_id)}" if db_id else "this catalog"
-            raise UnknownQuestionError(f"no questions for {where} in split {split or 'any'}")
+        found = self._selected.get((split, db_id))
+        if found is None:
+            chosen = [self.splits[split]] if split else self.splits.values()
+            found = tuple(q for s in chosen for q in s.questions if db_id in (None, q.db_id))
+            if not found:
+                where = f"database {shown(db_id)}" if db_id else "this catalog"
+                raise UnknownQuestionError(f"no questions for {where} in split {split or 'any'}")
+            self._selected[(split, db_id)] = found
         return found
 
 

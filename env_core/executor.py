@@ -253,9 +253,7 @@ class ReadOnlyExecutor:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidArgumentError("n must be a whole number of rows, at least 1")
         n = min(n, self.limits.max_sample_rows)
-        # A table named as `resolve_table` gives it (as episodes do) is found at once.
-        known = self.immutable and isinstance(table, str) and self._schema.get(table)
-        schema = known or self.describe(table)
+        schema = self.describe(table)
         if self.sandbox is not None and (
             schema.computed or len(schema.columns) > INLINE_SAMPLE_COLUMNS
         ):
@@ -333,8 +331,7 @@ class ReadOnlyExecutor:
             except sqlite3.Error as error:
                 raise self._explain(error) from None
             finally:
-                if self._connection.text_factory is not str:
-                    self._connection.text_factory = str
+                self._connection.text_factory = str
             elapsed_ms = (time.perf_counter() - started) * 1000
         return QueryResult(columns, rows, truncated, round(elapsed_ms, 3))
 
@@ -349,12 +346,7 @@ class ReadOnlyExecutor:
             cursor = self._connection.execute(sql)
             first = cursor.fetchone()
         max_cell = self.limits.max_cell_chars
-        columns = tuple(
-            [
-                d[0] if len(d[0]) <= max_cell else _cap_cell(d[0], max_cell)
-                for d in cursor.description or ()
-            ]
-        )
+        columns = tuple([_cap_cell(d[0], max_cell) for d in cursor.description or ()])
         rows, truncated = self._capped_rows(first, cursor, limit)
         return columns, rows, truncated
 

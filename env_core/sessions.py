@@ -106,7 +106,6 @@ class SessionManager:
         self.sandbox = Sandbox(self.config.sql_workers, self.config.sql_memory_mb)
         # One read-only connection per database, shared by its episodes (see `_open_executor`).
         self._executors: dict[Path, ReadOnlyExecutor] = {}
-        self._selected: dict[tuple[str, str | None], tuple[Question, ...]] = {}
 
     def served(self) -> dict[str, Any]:
         """What the manager serves, for a client to check it evaluates the same questions: the
@@ -135,18 +134,9 @@ class SessionManager:
         _check_selectors(seed, {"question_id": question_id, "db_id": db_id, "split": split})
         if question_id is not None:
             return self.catalog.question(question_id)
-        candidates = self._candidates(split or self.config.split, db_id)
+        candidates = self.catalog.questions(split or self.config.split, db_id)
         rng = random.Random(seed) if seed is not None else self._rng
         return candidates[rng.randrange(len(candidates))]
-
-    def _candidates(self, split: str, db_id: str | None) -> tuple[Question, ...]:
-        """The questions a selector draws from, found once (a scan of the split) per selector
-        that has any: at most one entry per database and split."""
-        key = (split, db_id)
-        found = self._selected.get(key)
-        if found is None:
-            found = self._selected[key] = self.catalog.questions(split, db_id)
-        return found
 
     def create(
         self,

@@ -2,10 +2,14 @@
 
 import os
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
-from mcp import StdioServerParameters
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.types import InitializeResult
 
 from evals.local_server import LocalServer, free_port
 
@@ -17,6 +21,19 @@ def stdio_params(*args: str) -> StdioServerParameters:
         args=["-m", "sqlenv_mcp", *args],
         env={"PATH": os.environ["PATH"]},
     )
+
+
+@asynccontextmanager
+async def stdio_session(
+    errlog: Path, *args: str
+) -> AsyncIterator[tuple[ClientSession, InitializeResult]]:
+    """An initialised SDK client of a stdio server process whose stderr goes to `errlog`."""
+    with errlog.open("w") as log:
+        async with (
+            stdio_client(stdio_params(*args), errlog=log) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            yield client, await client.initialize()
 
 
 class RunningServer(LocalServer):

@@ -3,9 +3,7 @@ in process, the server stays up, and no database file changes."""
 
 import pytest
 from adversarial import ATTACKS, snapshot
-from mcp import ClientSession
-from mcp.client.stdio import stdio_client
-from mcp_processes import stdio_params
+from mcp_processes import stdio_session
 
 from env_core.errors import QueryRejectedError, ToolError
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
@@ -21,7 +19,7 @@ async def test_corpus_through_mcp(spider_dir, cache_dir, tmp_path):
     database_dir = spider_dir / "database"
     before = snapshot(database_dir)
     fill = {"database_dir": str(database_dir), "tmp": str(tmp_path)}
-    params = stdio_params(
+    arguments = (
         "--data-dir",
         str(spider_dir),
         "--split",
@@ -34,41 +32,36 @@ async def test_corpus_through_mcp(spider_dir, cache_dir, tmp_path):
         str(TIMEOUT_S),
     )
     executors: dict[str, ReadOnlyExecutor] = {}
-    with (tmp_path / "server.log").open("w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as client,
-        ):
-            await client.initialize()
-            for db in sorted({attack.db for attack in ATTACKS}):
-                started = await client.call_tool("start_episode", {"db_id": db, "seed": 0})
-                path = database_dir / db / f"{db}.sqlite"
-                executors[db] = ReadOnlyExecutor(path, ExecutorLimits(timeout_s=TIMEOUT_S))
-                episode_id = started.structuredContent["episode_id"]
-                for attack in (a for a in ATTACKS if a.db == db):
-                    sql = attack.render(attack.sql, **fill)
-                    result = await client.call_tool("query", {"sql": sql, "episode_id": episode_id})
-                    try:
-                        executors[db].query(sql)
-                        expected_error = None
-                    except ToolError as error:
-                        expected_error = error_text(error)
-                    if expected_error is None:
-                        assert not result.isError, (attack.id, result.content[0].text)
-                        continue
-                    assert result.isError, attack.id
-                    shown = result.content[0].text.split("\n")[0]
-                    if attack.outcome == "stopped":
-                        # The server's SQL runs in a sandbox worker with a memory budget as
-                        # well as the deadline: a runaway query is stopped by whichever it
-                        # reaches first.
-                        assert shown in (expected_error, OVER_MEMORY), attack.id
-                    else:
-                        assert shown == expected_error, attack.id
-                healthy = await client.call_tool(
-                    "query", {"sql": "SELECT count(*) FROM sqlite_master", "episode_id": episode_id}
-                )
-                assert not healthy.isError
+    async with stdio_session(tmp_path / "server.log", *arguments) as (client, _):
+        for db in sorted({attack.db for attack in ATTACKS}):
+            started = await client.call_tool("start_episode", {"db_id": db, "seed": 0})
+            path = database_dir / db / f"{db}.sqlite"
+            executors[db] = ReadOnlyExecutor(path, ExecutorLimits(timeout_s=TIMEOUT_S))
+            episode_id = started.structuredContent["episode_id"]
+            for attack in (a for a in ATTACKS if a.db == db):
+                sql = attack.render(attack.sql, **fill)
+                result = await client.call_tool("query", {"sql": sql, "episode_id": episode_id})
+                try:
+                    executors[db].query(sql)
+                    expected_error = None
+                except ToolError as error:
+                    expected_error = error_text(error)
+                if expected_error is None:
+                    assert not result.isError, (attack.id, result.content[0].text)
+                    continue
+                assert result.isError, attack.id
+                shown = result.content[0].text.split("\n")[0]
+                if attack.outcome == "stopped":
+                    # The server's SQL runs in a sandbox worker with a memory budget as
+                    # well as the deadline: a runaway query is stopped by whichever it
+                    # reaches first.
+                    assert shown in (expected_error, OVER_MEMORY), attack.id
+                else:
+                    assert shown == expected_error, attack.id
+            healthy = await client.call_tool(
+                "query", {"sql": "SELECT count(*) FROM sqlite_master", "episode_id": episode_id}
+            )
+            assert not healthy.isError
     for executor in executors.values():
         executor.close()
     assert snapshot(database_dir) == before

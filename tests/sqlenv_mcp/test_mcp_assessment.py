@@ -7,9 +7,8 @@ import re
 import httpx
 import pytest
 from mcp import ClientSession
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_processes import stdio_params
+from mcp_processes import stdio_session
 
 from env_core.answers import gold_as_json
 
@@ -52,15 +51,12 @@ async def test_over_stdio_the_one_assigned_question_is_played_once(
     spider_dir, spider_catalog, cache_dir, tmp_path
 ):
     data = ["--data-dir", str(spider_dir), "--split", DEV, "--cache-dir", str(cache_dir)]
-    params = stdio_params(*data, "--assess", ASSIGNED)
-    with (tmp_path / "stderr.log").open("w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as client,
-        ):
-            initialized = await client.initialize()
-            assert "This is an assessment" in initialized.instructions
-            await play_and_try_to_replay(client, spider_catalog, ASSIGNED)
+    async with stdio_session(tmp_path / "stderr.log", *data, "--assess", ASSIGNED) as (
+        client,
+        initialized,
+    ):
+        assert "This is an assessment" in initialized.instructions
+        await play_and_try_to_replay(client, spider_catalog, ASSIGNED)
     logged = (tmp_path / "stderr.log").read_text()
     assert f"{ASSIGNED}: correct, reward +0.980 after 2 steps" in logged
 

@@ -8,9 +8,8 @@ import anyio
 import httpx
 import pytest
 from mcp import ClientSession
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_processes import stdio_params
+from mcp_processes import stdio_session
 from served_episodes import MCP_HEADERS, MCP_INITIALIZE, mcp_reply
 
 from env_core.answers import gold_as_json
@@ -44,22 +43,10 @@ async def play_full_episode(client: ClientSession, catalog, question_id: str) ->
 
 
 async def test_full_episode_over_stdio(spider_dir, spider_catalog, cache_dir, tmp_path):
-    params = stdio_params(
-        "--data-dir",
-        str(spider_dir),
-        "--split",
-        DEV,
-        "--cache-dir",
-        str(cache_dir),
-    )
-    with (tmp_path / "stderr.log").open("w") as errlog:
-        async with (
-            stdio_client(params, errlog=errlog) as (read, write),
-            ClientSession(read, write) as client,
-        ):
-            init = await client.initialize()
-            assert "start_episode" in init.instructions
-            await play_full_episode(client, spider_catalog, f"{DEV}:5")
+    data = ["--data-dir", str(spider_dir), "--split", DEV, "--cache-dir", str(cache_dir)]
+    async with stdio_session(tmp_path / "stderr.log", *data) as (client, init):
+        assert "start_episode" in init.instructions
+        await play_full_episode(client, spider_catalog, f"{DEV}:5")
     assert (tmp_path / "stderr.log").read_text() == ""
 
 
