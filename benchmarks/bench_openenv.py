@@ -233,12 +233,27 @@ async def sweep(
     )
 
 
+def session_counts(text: str) -> list[int]:
+    try:
+        counts = [int(n) for n in text.split(",") if n.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
+    if any(n < 1 for n in counts):
+        raise argparse.ArgumentTypeError("session counts must be 1 or more")
+    return counts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default="../shared/data/spider")
     parser.add_argument("--split", default="dev_without_wta_1")
     parser.add_argument("--rounds", type=int, default=1000)
-    parser.add_argument("--sweep", default="64,256,1024", help="session counts")
+    parser.add_argument(
+        "--sweep",
+        type=session_counts,
+        default="64,256,1024",
+        help="session counts, comma-separated (64,256,1024); empty: latency only",
+    )
     parser.add_argument("--serve-floor", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--max-sessions", type=int, default=64, help=argparse.SUPPRESS)
@@ -264,11 +279,13 @@ def main() -> None:
         print(f"{tool:<10}{f50:>10.3f}{f99:>8.3f}{o50:>10.3f}{o99:>8.3f}", end="")
         print(f"{o50 / f50:>7.2f}x{o99 / f99:>7.2f}x")
 
+    if not args.sweep:
+        return
     print(f"\nConcurrency sweep: N sessions, each reset + {EPISODE_STEPS} steps")
     header = f"{'N':>6}  {'server':<6}{'success':>9}{'p50 ms':>9}{'p99 ms':>9}{'KiB/sess':>10}"
     print(header + f"{'steps/s':>9}")
     knee = None
-    for sessions in (int(n) for n in args.sweep.split(",")):
+    for sessions in args.sweep:
         results = {}
         for name, command in (("floor", floor(sessions)), ("ours", ours(args, sessions))):
             with running(command) as server:

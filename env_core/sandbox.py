@@ -28,7 +28,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -149,13 +149,14 @@ class Worker:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while (left := deadline - loop.time()) > 0:
-            readable = loop.create_future()
-            loop.add_reader(self._output, _set_once, readable)
+            readable = loop.create_future()  # True when the reply is readable, False at time-out
+            loop.add_reader(self._output, _set_once, readable, True)
+            timer = loop.call_later(left, _set_once, readable, False)
             try:
-                await asyncio.wait_for(readable, left)
-            except TimeoutError:
-                return None
+                if not await readable:
+                    return None
             finally:
+                timer.cancel()
                 loop.remove_reader(self._output)
             if (reply := self._take_reply()) is not None:
                 return reply
@@ -184,13 +185,14 @@ class Worker:
         self.process.stdout.close()
 
 
-def _set_once(future: asyncio.Future) -> None:
+def _set_once(future: asyncio.Future, value: bool) -> None:
     if not future.done():
-        future.set_result(None)
+        future.set_result(value)
 
 
 # What a waiter is handed: a worker, or the error that kept one from starting.
 Grant = Worker | SQLEnvError
+WaiterT = TypeVar("WaiterT", bound="_Waiter")
 
 
 class Sandbox:
@@ -213,8 +215,9 @@ class Sandbox:
         self._closed = False
 
     def run(self, job: Job) -> Rows:
-        waiter = _ThreadWaiter()
-        worker = self._take(waiter) or waiter.wait()
+        worker = self._take(_ThreadWaiter)
+        if isinstance(worker, _ThreadWaiter):
+            worker = worker.wait()
         try:
             worker.send(job.encode())
             reply = worker.wait_reply(job.limits.timeout_s + GRACE_S)
@@ -223,9 +226,10 @@ class Sandbox:
         return self._settle(worker, job, reply)
 
     async def run_async(self, job: Job) -> Rows:
-        waiter = _LoopWaiter(self, asyncio.get_running_loop())
-        worker = self._take(waiter)
-        if worker is None:
+        loop = asyncio.get_running_loop()
+        worker = self._take(lambda: _LoopWaiter(self, loop))
+        if isinstance(worker, _LoopWaiter):
+            waiter = worker
             try:
                 worker = await waiter.wait()
             except BaseException:
@@ -257,21 +261,22 @@ class Sandbox:
         for waiter in waiting:
             waiter.deliver(_shutting_down())
 
-    def _take(self, waiter: _Waiter) -> Worker | None:
-        """An idle worker, or None after queueing `waiter` (starting a worker if there is
-        room for one)."""
+    def _take(self, new_waiter: Callable[[], WaiterT]) -> Worker | WaiterT:
+        """An idle worker, or else a new waiter in line for one (starting a worker if there
+        is room for one). Most calls find a worker idle and make no waiter."""
         with self._lock:
             if self._closed:
                 raise _shutting_down()
             if self._idle:
                 return self._idle.pop()
+            waiter = new_waiter()
             self._waiting.append(waiter)
             start = self._processes < self.workers
             if start:
                 self._processes += 1
         if start:
             self._replace(None)
-        return None
+        return waiter
 
     def _replace(self, retired: Worker | None) -> None:
         """Kill `retired` (if any) and start a worker, in the background."""

@@ -30,14 +30,15 @@ OPEN_DATABASES = 16
 def main(memory_bytes: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopped by the sandbox, or by end of input
     sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit = {memory_bytes}")
-    _limit_address_space(memory_bytes + HEADROOM_BYTES)
+    statm = _open_statm()
+    _limit_address_space(statm, memory_bytes + HEADROOM_BYTES)
     executors: OrderedDict[tuple, ReadOnlyExecutor] = OrderedDict()
-    baseline = _resident()
+    baseline = _resident(statm)
     _send(("ready", False, ()))
     while (job := _receive()) is not None:
         try:
             status, payload = _run(executors, *job)
-            retire = _resident() - baseline > RETIRE_GROWTH_BYTES
+            retire = _resident(statm) - baseline > RETIRE_GROWTH_BYTES
         except MemoryError:
             error = QueryRejectedError.over_memory(memory_bytes >> 20)
             status, payload, retire = "error", (type(error).__name__, str(error)), True
@@ -115,22 +116,31 @@ def _send(reply: tuple) -> None:
         data = data[os.write(1, data) :]
 
 
-def _statm(field: int) -> int:
+def _open_statm() -> int | None:
+    """/proc/self/statm, kept open: read again with `pread`, it costs ~3 µs a job, where
+    opening it each time cost ~25."""
+    try:
+        return os.open("/proc/self/statm", os.O_RDONLY)
+    except OSError:  # no /proc (macOS)
+        return None
+
+
+def _statm(statm: int, field: int) -> int:
     """A field of /proc/self/statm in bytes (0: address space, 1: resident)."""
-    with open("/proc/self/statm", "rb") as statm:
-        return int(statm.read().split()[field]) * os.sysconf("SC_PAGE_SIZE")
+    return int(os.pread(statm, 128, 0).split()[field]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def _resident() -> int:
-    try:
-        return _statm(1)
-    except OSError:  # no /proc (macOS): the peak, in bytes there
+def _resident(statm: int | None) -> int:
+    if statm is None:  # the peak, in bytes on macOS
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return _statm(statm, 1)
 
 
-def _limit_address_space(extra: int) -> None:
+def _limit_address_space(statm: int | None, extra: int) -> None:
+    if statm is None:  # not enforceable here: SQLite's heap limit still holds
+        return
     try:
-        limit = _statm(0) + extra
+        limit = _statm(statm, 0) + extra
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (OSError, ValueError):  # not enforceable here: SQLite's heap limit still holds
+    except (OSError, ValueError):  # a lower hard limit is already set
         pass
