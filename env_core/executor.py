@@ -178,7 +178,9 @@ class ReadOnlyExecutor:
     """One read-only connection to one database file. Calls are serialised by a lock.
 
     `immutable`: nothing else writes the file (the catalog's databases). Otherwise (a user's
-    file) the schema is read again whenever the file changes.
+    file) the schema is read again whenever the file changes. `lazy_schema`: read the schema
+    only when a call needs it (a sandbox worker: opening a database there is then one file
+    open rather than a row count of every table, and most of its calls never need it).
     """
 
     def __init__(
@@ -188,6 +190,7 @@ class ReadOnlyExecutor:
         *,
         immutable: bool = True,
         sandbox: Sandbox | None = None,
+        lazy_schema: bool = False,
     ) -> None:
         self.path = Path(path)
         self.limits = limits or ExecutorLimits()
@@ -197,14 +200,25 @@ class ReadOnlyExecutor:
         self._deadline = 0.0
         self._denied: str | None = None
         self._users = 1
+        self._lazy_schema = lazy_schema
         self._open()
 
     def _open(self) -> None:
         self._state = file_state(self.path) if self.path.exists() else None
-        self._schema = SCHEMAS.get(self.path, immutable=self.immutable)
-        self._table_names = {name.casefold(): name for name in self._schema}
+        self._known: dict[str, TableSchema] | None = None
+        if not self._lazy_schema:
+            self._read_schema()
         self._connection = open_read_only(self.path, immutable=self.immutable)
         self._harden()
+
+    @property
+    def _schema(self) -> dict[str, TableSchema]:
+        return self._known if self._known is not None else self._read_schema()
+
+    def _read_schema(self) -> dict[str, TableSchema]:
+        self._known = SCHEMAS.get(self.path, immutable=self.immutable)
+        self._table_names = {name.casefold(): name for name in self._known}
+        return self._known
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -230,11 +244,12 @@ class ReadOnlyExecutor:
             raise InvalidArgumentError("table must be a non-empty table name")
         check_text("table", name)
         self._follow_changes()
+        schema = self._schema
         table = self._table_names.get(name.strip().strip('"`[]').casefold())
         if table is not None:
             return table
         shown = name if len(name) <= 80 else name[:80] + "..."
-        tables = ", ".join(map(visible, self._schema))
+        tables = ", ".join(map(visible, schema))
         raise UnknownTableError(f"no such table: {visible(shown)}; tables are: {tables}")
 
     def describe(self, table: str) -> TableSchema:

@@ -24,7 +24,10 @@ from env_core.sandbox import HEADER
 HEADROOM_BYTES = 96 << 20
 # A job that leaves this much more resident memory than the worker had at start retires it.
 RETIRE_GROWTH_BYTES = 32 << 20
-OPEN_DATABASES = 16
+# Databases a worker keeps open (~0.1 MiB each on a small file): under many sessions its calls
+# span many databases, and reopening one costs more than the query. A connection whose cache
+# grows past RETIRE_GROWTH_BYTES retires its worker like any other memory.
+OPEN_DATABASES = 64
 
 
 def main(memory_bytes: int) -> None:
@@ -83,7 +86,9 @@ def _executor(
     key = (path, immutable, limit_fields)
     executor = executors.pop(key, None)
     if executor is None:
-        executor = ReadOnlyExecutor(path, ExecutorLimits(*limit_fields), immutable=immutable)
+        executor = ReadOnlyExecutor(
+            path, ExecutorLimits(*limit_fields), immutable=immutable, lazy_schema=True
+        )
         if len(executors) >= OPEN_DATABASES:
             executors.popitem(last=False)[1].close()
     executors[key] = executor
