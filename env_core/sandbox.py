@@ -136,22 +136,26 @@ class Worker:
             data = data[os.write(self._input, data) :]
 
     def wait_reply(self, timeout_s: float) -> bytes | None:
-        """The next reply, or None if it did not come within `timeout_s`."""
+        """The next reply, or None if it did not come within `timeout_s` (a reply already
+        there is taken even when no time is left)."""
         deadline = time.monotonic() + timeout_s
         poller = select.poll()
         poller.register(self._output, select.POLLIN)
-        while (left := deadline - time.monotonic()) > 0:
+        while True:
+            left = max(0.0, deadline - time.monotonic())
             if poller.poll(left * 1000) and (reply := self._take_reply()) is not None:
                 return reply
-        return None
+            if not left:
+                return None
 
     async def wait_reply_async(self, timeout_s: float) -> bytes | None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
-        while (left := deadline - loop.time()) > 0:
+        while True:
             readable = loop.create_future()  # True when the reply is readable, False at time-out
             loop.add_reader(self._output, _set_once, readable, True)
-            timer = loop.call_later(left, _set_once, readable, False)
+            # Ready descriptors are handled before due timers: a reply already there wins.
+            timer = loop.call_later(max(0.0, deadline - loop.time()), _set_once, readable, False)
             try:
                 if not await readable:
                     return None
@@ -160,7 +164,6 @@ class Worker:
                 loop.remove_reader(self._output)
             if (reply := self._take_reply()) is not None:
                 return reply
-        return None
 
     def _take_reply(self) -> bytes | None:
         """Read what has arrived; the reply once it is whole, else None."""
@@ -190,8 +193,10 @@ def _set_once(future: asyncio.Future, value: bool) -> None:
         future.set_result(value)
 
 
-# What a waiter is handed: a worker, or the error that kept one from starting.
-Grant = Worker | SQLEnvError
+# A worker running a caller's job, and when the job was sent (its deadline counts from then).
+Running = tuple[Worker, float]
+# What a waiter is handed: its job running, or the error that kept it from starting.
+Grant = Running | SQLEnvError
 WaiterT = TypeVar("WaiterT", bound="_Waiter")
 
 
@@ -215,29 +220,30 @@ class Sandbox:
         self._closed = False
 
     def run(self, job: Job) -> Rows:
-        worker = self._take(_ThreadWaiter)
-        if isinstance(worker, _ThreadWaiter):
-            worker = worker.wait()
+        grant = self._take(lambda: _ThreadWaiter(job))
+        if isinstance(grant, _ThreadWaiter):
+            worker, sent = grant.wait()
+        else:
+            worker, sent = self._dispatch(grant, job)
         try:
-            worker.send(job.encode())
-            reply = worker.wait_reply(job.limits.timeout_s + GRACE_S)
+            reply = worker.wait_reply(_time_left(job, sent))
         except BaseException as error:
             raise self._lost(worker, error) from None
         return self._settle(worker, job, reply)
 
     async def run_async(self, job: Job) -> Rows:
         loop = asyncio.get_running_loop()
-        worker = self._take(lambda: _LoopWaiter(self, loop))
-        if isinstance(worker, _LoopWaiter):
-            waiter = worker
+        grant = self._take(lambda: _LoopWaiter(self, loop, job))
+        if isinstance(grant, _LoopWaiter):
             try:
-                worker = await waiter.wait()
+                worker, sent = await grant.wait()
             except BaseException:
-                self._withdraw(waiter)
+                self._withdraw(grant)
                 raise
+        else:
+            worker, sent = self._dispatch(grant, job)
         try:
-            worker.send(job.encode())
-            reply = await worker.wait_reply_async(job.limits.timeout_s + GRACE_S)
+            reply = await worker.wait_reply_async(_time_left(job, sent))
         except BaseException as error:  # cancelled, or the worker died: it may be mid-job
             raise self._lost(worker, error) from None
         return self._settle(worker, job, reply)
@@ -263,7 +269,8 @@ class Sandbox:
 
     def _take(self, new_waiter: Callable[[], WaiterT]) -> Worker | WaiterT:
         """An idle worker, or else a new waiter in line for one (starting a worker if there
-        is room for one). Most calls find a worker idle and make no waiter."""
+        is room for one): the waiter is handed its job running. Most calls find a worker
+        idle and make no waiter."""
         with self._lock:
             if self._closed:
                 raise _shutting_down()
@@ -301,16 +308,34 @@ class Sandbox:
         self._hand_on(worker)
 
     def _hand_on(self, worker: Worker) -> None:
-        """Give a free worker to the next in line, else keep it idle."""
+        """Start the next waiting job on a free worker, else keep it idle. The job is sent
+        here rather than by its caller once woken: a caller on a busy event loop wakes
+        milliseconds later, and the worker would sit idle meanwhile."""
         with self._lock:
-            if not self._closed:
-                if self._waiting:
-                    self._waiting.popleft().deliver(worker)
-                else:
-                    self._idle.append(worker)
+            if self._closed:
+                self._processes -= 1
+                waiter = None
+            elif self._waiting:
+                waiter = self._waiting.popleft()
+            else:
+                self._idle.append(worker)
                 return
-            self._processes -= 1
-        worker.kill()
+        if waiter is None:
+            worker.kill()
+            return
+        try:
+            grant: Grant = self._dispatch(worker, waiter.job)
+        except SQLEnvError as error:
+            grant = error
+        waiter.deliver(grant)
+
+    def _dispatch(self, worker: Worker, job: Job) -> Running:
+        """Send `job` to `worker`: it runs from now on."""
+        try:
+            worker.send(job.encode())
+        except BaseException as error:
+            raise self._lost(worker, error) from None
+        return worker, time.monotonic()
 
     def _retire(self, worker: Worker) -> None:
         with self._lock:
@@ -346,12 +371,16 @@ class Sandbox:
         return payload
 
     def _withdraw(self, waiter: _LoopWaiter) -> None:
-        """A waiter gave up: leave the line, or pass on the worker it was handed."""
+        """A waiter gave up: leave the line, or give up the job it was handed running."""
         with self._lock:
             if waiter in self._waiting:
                 self._waiting.remove(waiter)
                 return
-        waiter.pass_on()
+        waiter.abandon()
+
+
+def _time_left(job: Job, sent: float) -> float:
+    return job.limits.timeout_s + GRACE_S - (time.monotonic() - sent)
 
 
 def _shutting_down() -> QueryRejectedError:
@@ -359,12 +388,15 @@ def _shutting_down() -> QueryRejectedError:
 
 
 class _Waiter:
+    job: Job
+
     def deliver(self, grant: Grant) -> None:
         raise NotImplementedError
 
 
 class _ThreadWaiter(_Waiter):
-    def __init__(self) -> None:
+    def __init__(self, job: Job) -> None:
+        self.job = job
         self._event = threading.Event()
         self._grant: Grant | None = None
 
@@ -372,7 +404,7 @@ class _ThreadWaiter(_Waiter):
         self._grant = grant
         self._event.set()
 
-    def wait(self) -> Worker:
+    def wait(self) -> Running:
         self._event.wait()
         if isinstance(self._grant, SQLEnvError):
             raise self._grant
@@ -382,7 +414,8 @@ class _ThreadWaiter(_Waiter):
 class _LoopWaiter(_Waiter):
     """Waits on an event loop; deliveries may come from any thread."""
 
-    def __init__(self, sandbox: Sandbox, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, sandbox: Sandbox, loop: asyncio.AbstractEventLoop, job: Job) -> None:
+        self.job = job
         self._sandbox = sandbox
         self._loop = loop
         self._future: asyncio.Future[Grant] = loop.create_future()
@@ -393,17 +426,20 @@ class _LoopWaiter(_Waiter):
     def _resolve(self, grant: Grant) -> None:
         if not self._future.cancelled():
             self._future.set_result(grant)
-        elif isinstance(grant, Worker):  # gave up meanwhile
-            self._sandbox._hand_on(grant)
+        else:
+            self._end(grant)
 
-    async def wait(self) -> Worker:
+    async def wait(self) -> Running:
         grant = await self._future
         if isinstance(grant, SQLEnvError):
             raise grant
         return grant
 
-    def pass_on(self) -> None:
+    def abandon(self) -> None:
         if self._future.done() and not self._future.cancelled():
-            grant = self._future.result()
-            if isinstance(grant, Worker):
-                self._sandbox._hand_on(grant)
+            self._end(self._future.result())
+
+    def _end(self, grant: Grant) -> None:
+        """Nobody waits for this job any more: its worker, mid-job, is replaced."""
+        if not isinstance(grant, SQLEnvError):
+            self._sandbox._retire(grant[0])

@@ -184,6 +184,60 @@ def test_a_cancelled_call_gives_its_worker_back(database_dir):
     pool.close()
 
 
+SLOW = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 400000) "
+    "SELECT count(*) FROM c"
+)
+
+
+def holding_the_only_worker(executor: ReadOnlyExecutor) -> threading.Thread:
+    """A thread running a slow query on a one-worker sandbox; the worker is busy on return."""
+    thread = threading.Thread(target=executor.query, args=(SLOW,))
+    thread.start()
+    time.sleep(0.1)
+    return thread
+
+
+def test_a_queued_call_runs_while_its_event_loop_is_busy(database_dir):
+    """A queued job is started by whoever frees the worker, and its deadline counts from
+    then: a caller whose loop wakes long after still gets the reply that came in time."""
+    pool = Sandbox(workers=1, memory_mb=MEMORY_MB)
+    path = database(database_dir)
+    slow = ReadOnlyExecutor(path, sandbox=pool)
+    quick = ReadOnlyExecutor(path, ExecutorLimits(timeout_s=0.2), sandbox=pool)
+
+    async def queued_behind_a_busy_loop() -> QueryResult:
+        holder = holding_the_only_worker(slow)
+        call = asyncio.ensure_future(finish_async(quick.query_work("SELECT count(*) FROM singer")))
+        await asyncio.sleep(0.01)  # in line for the worker
+        holder.join()
+        time.sleep(1.0)  # the loop is busy past the call's deadline and grace
+        return await call
+
+    assert asyncio.run(queued_behind_a_busy_loop()).rows == ((6,),)
+    assert pool.killed == 0
+    pool.close()
+
+
+def test_a_queued_call_cancelled_after_its_job_started_leaves_the_pool_working(database_dir):
+    pool = Sandbox(workers=1, memory_mb=MEMORY_MB)
+    executor = ReadOnlyExecutor(database(database_dir), sandbox=pool)
+
+    async def cancel_a_started_job() -> QueryResult:
+        holder = holding_the_only_worker(executor)
+        call = asyncio.ensure_future(finish_async(executor.query_work(SLOW)))
+        await asyncio.sleep(0.01)
+        holder.join()  # the worker is free and already runs the queued job
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        after = finish_async(executor.query_work("SELECT count(*) FROM singer"))
+        return await asyncio.wait_for(after, timeout=10)
+
+    assert asyncio.run(cancel_a_started_job()).rows == ((6,),)
+    pool.close()
+
+
 def test_a_closed_sandbox_refuses_clearly(sandboxed, sandbox):
     sandbox.close()
     with pytest.raises(QueryRejectedError, match="shutting down"):
