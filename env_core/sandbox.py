@@ -127,7 +127,7 @@ class Worker:
             start_new_session=True,  # a Ctrl-C in the terminal is for the server alone
         )
         self._input = self.process.stdin.fileno()
-        self._output = self.process.stdout.fileno()
+        self.output = self.process.stdout.fileno()
         self._buffer = bytearray()
 
     def send(self, payload: bytes) -> None:
@@ -140,34 +140,17 @@ class Worker:
         there is taken even when no time is left)."""
         deadline = time.monotonic() + timeout_s
         poller = select.poll()
-        poller.register(self._output, select.POLLIN)
+        poller.register(self.output, select.POLLIN)
         while True:
             left = max(0.0, deadline - time.monotonic())
-            if poller.poll(left * 1000) and (reply := self._take_reply()) is not None:
+            if poller.poll(left * 1000) and (reply := self.take_reply()) is not None:
                 return reply
             if not left:
                 return None
 
-    async def wait_reply_async(self, timeout_s: float) -> bytes | None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        while True:
-            readable = loop.create_future()  # True when the reply is readable, False at time-out
-            loop.add_reader(self._output, _set_once, readable, True)
-            # Ready descriptors are handled before due timers: a reply already there wins.
-            timer = loop.call_later(max(0.0, deadline - loop.time()), _set_once, readable, False)
-            try:
-                if not await readable:
-                    return None
-            finally:
-                timer.cancel()
-                loop.remove_reader(self._output)
-            if (reply := self._take_reply()) is not None:
-                return reply
-
-    def _take_reply(self) -> bytes | None:
+    def take_reply(self) -> bytes | None:
         """Read what has arrived; the reply once it is whole, else None."""
-        chunk = os.read(self._output, 1 << 16)
+        chunk = os.read(self.output, 1 << 16)
         if not chunk:
             raise EOFError("the worker exited")
         self._buffer += chunk
@@ -186,11 +169,6 @@ class Worker:
         self.process.wait()
         self.process.stdin.close()
         self.process.stdout.close()
-
-
-def _set_once(future: asyncio.Future, value: bool) -> None:
-    if not future.done():
-        future.set_result(value)
 
 
 # A worker running a caller's job, and when the job was sent (its deadline counts from then).
@@ -242,11 +220,7 @@ class Sandbox:
                 raise
         else:
             worker, sent = self._dispatch(grant, job)
-        try:
-            reply = await worker.wait_reply_async(_time_left(job, sent))
-        except BaseException as error:  # cancelled, or the worker died: it may be mid-job
-            raise self._lost(worker, error) from None
-        return self._settle(worker, job, reply)
+        return await self._settle_async(worker, job, _time_left(job, sent))
 
     def warm(self) -> None:
         """Start every worker now, in the background: a server's first queries then do not
@@ -369,6 +343,49 @@ class Sandbox:
             kind, message = payload
             raise getattr(errors, kind, errors.QueryFailedError)(message)
         return payload
+
+    async def _settle_async(self, worker: Worker, job: Job, timeout_s: float) -> Rows:
+        """Wait for the reply on the running loop and settle it in the loop's reader callback:
+        the worker is handed its next job there, not once this task runs again (a loop serving
+        many sessions runs all their ready work in between)."""
+        loop = asyncio.get_running_loop()
+        outcome: asyncio.Future[Rows] = loop.create_future()
+
+        def stop_waiting() -> None:
+            loop.remove_reader(worker.output)
+            timer.cancel()
+
+        def conclude(reply: bytes | None) -> None:
+            stop_waiting()
+            if outcome.cancelled():  # the caller gave up and retires the worker
+                return
+            try:
+                outcome.set_result(self._settle(worker, job, reply))
+            except Exception as error:
+                outcome.set_exception(error)
+
+        def readable() -> None:
+            if outcome.cancelled():
+                stop_waiting()
+                return
+            try:
+                reply = worker.take_reply()
+            except (EOFError, OSError) as error:
+                stop_waiting()
+                outcome.set_exception(self._lost(worker, error))
+                return
+            if reply is not None:
+                conclude(reply)
+
+        loop.add_reader(worker.output, readable)
+        # Ready descriptors are handled before due timers: a reply already there wins.
+        timer = loop.call_later(max(0.0, timeout_s), conclude, None)
+        try:
+            return await outcome
+        finally:
+            if outcome.cancelled():  # the job may still be running: the worker is replaced
+                stop_waiting()
+                self._retire(worker)
 
     def _withdraw(self, waiter: _LoopWaiter) -> None:
         """A waiter gave up: leave the line, or give up the job it was handed running."""
