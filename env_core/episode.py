@@ -174,7 +174,7 @@ class Episode:
                 )
             self._busy = True
         try:
-            result = yield from self._run(tool, arguments)
+            result = yield from self._run(specs[tool], arguments)
             with self._lock:
                 self.history.append(Step(tool, arguments, result))
                 self.total_reward = round(self.total_reward + result.reward, 6)
@@ -207,10 +207,11 @@ class Episode:
             return "was answered"
         return "ran out of steps" if self.budget_left == 0 else "was abandoned"
 
-    def _run(self, tool: str, arguments: dict[str, Any]) -> Work[ToolResult]:
+    def _run(self, spec: ToolSpec, arguments: dict[str, Any]) -> Work[ToolResult]:
+        tool = spec.name
         call_key = repr(sorted(arguments.items()))
         try:
-            check_arguments(self._specs()[tool], arguments)
+            check_arguments(spec, arguments)
             if tool == "answer":
                 return self._answer(arguments["value"])
             text, data, table = yield from self._explore(tool, arguments)

@@ -7,7 +7,7 @@ so the descriptions an agent reads are the same whichever door it comes through.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,13 +108,11 @@ TOOLS: tuple[ToolSpec, ...] = tool_specs()
 TOOLS_BY_NAME: dict[str, ToolSpec] = specs_by_name()
 
 
-def check_names(tool: str, arguments: Mapping[str, Any], names: Iterable[str]) -> None:
+def check_names(tool: str, arguments: Mapping[str, Any], names: Collection[str]) -> None:
     """Raise `InvalidArgumentError` if an argument is not one of the tool's parameters."""
-    names = list(names)
-    unknown = sorted(map(str, set(arguments) - set(names)))
-    if unknown:
+    if unknown := arguments.keys() - names:
         raise InvalidArgumentError(
-            f"{tool} does not take {', '.join(map(shown, unknown))}; "
+            f"{tool} does not take {', '.join(map(shown, sorted(map(str, unknown))))}; "
             f"it takes: {', '.join(names) or 'nothing'}"
         )
 
