@@ -8,6 +8,9 @@ machine's cores.
 
 1. Latency: one typed client per server, the same calls interleaved (describe, sample, query
    on Spider's concert_singer), p50/p99 per tool and over all calls, and the ratio ours / floor.
+   A second floor, "replay", is the same no-op answering each call with the observation ours
+   sends for it (made once, in process, at start-up): what OpenEnv costs to carry our
+   observations, so that ours / replay is what the engine and the door add.
 2. Sweep: N sessions at once (64, 256, 1024), each connecting, resetting, then (when all have
    reset) making 10 steps, the last an answer. Success rate, p99 step latency, and the
    server's RSS growth per open session, measured while all N sessions hold an episode.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import socket
 import statistics
 import subprocess
@@ -28,6 +32,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -46,8 +51,31 @@ MAX_STEPS = 1000  # the largest budget the server allows
 ROUNDS_PER_EPISODE = MAX_STEPS // len(LATENCY_CALLS)
 
 
-def serve_floor(port: int, max_sessions: int) -> None:
-    """Serve the no-op environment (run in a subprocess of this script)."""
+def our_observations(data_dir: str, split: str) -> dict[str, dict[str, Any]]:
+    """The fields of the observation ours answers each latency call with, made in process."""
+    from openenv.core.env_server.mcp_types import CallToolAction
+
+    from adapters.openenv.environment import SQLExploreEnvironment
+    from env_core.catalog import Catalog
+    from env_core.sessions import SessionConfig, SessionManager
+
+    catalog = Catalog.load(Path(data_dir), [split])
+    manager = SessionManager(catalog, SessionConfig(split=split, max_steps=MAX_STEPS))
+    environment = SQLExploreEnvironment(manager)
+    environment.reset(question_id=QUESTION)
+    observations = {}
+    for tool, arguments in LATENCY_CALLS.items():
+        observation = environment.step(CallToolAction(tool_name=tool, arguments=arguments))
+        observations[tool] = {
+            name: getattr(observation, name) for name in type(observation).model_fields
+        }
+    manager.shutdown()
+    return observations
+
+
+def serve_floor(port: int, max_sessions: int, replayed: dict[str, dict] | None = None) -> None:
+    """Serve the no-op environment (run in a subprocess of this script); with `replayed`, it
+    answers each tool with that observation."""
     import uvicorn
     from openenv.core.env_server.http_server import create_app
     from openenv.core.env_server.interfaces import Environment
@@ -65,6 +93,8 @@ def serve_floor(port: int, max_sessions: int) -> None:
             return EpisodeObservation(text="noop", episode_id="noop", tables=["t"], budget=15)
 
         def step(self, action, timeout_s=None, **kwargs: Any) -> CallToolObservation:
+            if replayed is not None:
+                return CallToolObservation(**replayed[action.tool_name])
             structured = {"episode_id": "noop", "tool": action.tool_name, "ok": True}
             result = {
                 "content": [{"type": "text", "text": "ok"}],
@@ -145,6 +175,10 @@ def floor(sessions: int) -> list[str]:
     return [sys.executable, __file__, "--serve-floor", "--max-sessions", str(sessions)]
 
 
+def replay(args: argparse.Namespace) -> list[str]:
+    return [*floor(4), "--replay", "--data-dir", args.data_dir, "--split", args.split]
+
+
 def percentile(samples: list[float], q: int) -> float:
     return statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
 
@@ -153,15 +187,19 @@ def client(url: str) -> SQLEnvClient:
     return SQLEnvClient(base_url=url, connect_timeout_s=120, message_timeout_s=120)
 
 
-async def measure_latency(floor_url: str, ours_url: str, rounds: int) -> dict[str, list[float]]:
+async def measure_latency(urls: dict[str, str], rounds: int) -> dict[str, list[float]]:
+    """`urls`: the servers by name ("floor", "replay", "ours"), called in turn."""
     timings: dict[str, list[float]] = defaultdict(list)
-    async with client(floor_url) as floor_env, client(ours_url) as our_env:
-        await floor_env.reset()
+    async with contextlib.AsyncExitStack() as stack:
+        envs = {name: await stack.enter_async_context(client(url)) for name, url in urls.items()}
+        for name, env in envs.items():
+            if name != "ours":
+                await env.reset()
         for round_ in range(rounds):
             if round_ % ROUNDS_PER_EPISODE == 0:
-                await our_env.reset(question_id=QUESTION)
+                await envs["ours"].reset(question_id=QUESTION)
             for tool, arguments in LATENCY_CALLS.items():
-                for name, env in (("floor", floor_env), ("ours", our_env)):
+                for name, env in envs.items():
                     started = time.perf_counter()
                     result = await env.call(tool, **arguments)
                     timings[f"{name} {tool}"].append((time.perf_counter() - started) * 1000)
@@ -257,27 +295,34 @@ def main() -> None:
     parser.add_argument("--serve-floor", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--max-sessions", type=int, default=64, help=argparse.SUPPRESS)
+    parser.add_argument("--replay", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_floor:
-        serve_floor(args.port, args.max_sessions)
+        replayed = our_observations(args.data_dir, args.split) if args.replay else None
+        serve_floor(args.port, args.max_sessions, replayed)
         return
 
-    with running(floor(4)) as floor_server, running(ours(args, 4, MAX_STEPS)) as our_server:
-        timings = asyncio.run(measure_latency(floor_server.url, our_server.url, args.rounds))
-    print(f"WebSocket step latency, ms ({args.rounds} calls each, interleaved)")
+    commands = {"floor": floor(4), "replay": replay(args), "ours": ours(args, 4, MAX_STEPS)}
+    with contextlib.ExitStack() as stack:
+        urls = {
+            name: stack.enter_context(running(command)).url for name, command in commands.items()
+        }
+        timings = asyncio.run(measure_latency(urls, args.rounds))
+    print(f"WebSocket step latency, ms ({args.rounds} calls each, interleaved); x: ours / floor,")
+    print("replay: the floor answering with our observations, and ours / replay")
     print(
-        f"{'tool':<10}{'floor p50':>10}{'p99':>8}{'ours p50':>10}{'p99':>8}{'p50 x':>8}{'p99 x':>8}"
+        f"{'tool':<10}{'floor p50':>10}{'p99':>8}{'replay p50':>11}{'p99':>8}{'ours p50':>10}"
+        f"{'p99':>8}{'p50 x':>8}{'p99 x':>8}{'/replay':>9}{'p99':>8}"
     )
     for tool in [*LATENCY_CALLS, "all"]:
-        if tool == "all":
-            f, o = (
-                [x for t in LATENCY_CALLS for x in timings[f"{n} {t}"]] for n in ("floor", "ours")
-            )
-        else:
-            f, o = timings[f"floor {tool}"], timings[f"ours {tool}"]
-        f50, f99, o50, o99 = (percentile(s, q) for s in (f, o) for q in (50, 99))
-        print(f"{tool:<10}{f50:>10.3f}{f99:>8.3f}{o50:>10.3f}{o99:>8.3f}", end="")
-        print(f"{o50 / f50:>7.2f}x{o99 / f99:>7.2f}x")
+        calls = list(LATENCY_CALLS) if tool == "all" else [tool]
+        f, r, o = ([x for t in calls for x in timings[f"{n} {t}"]] for n in commands)
+        f50, f99, r50, r99, o50, o99 = (percentile(s, q) for s in (f, r, o) for q in (50, 99))
+        print(
+            f"{tool:<10}{f50:>10.3f}{f99:>8.3f}{r50:>11.3f}{r99:>8.3f}{o50:>10.3f}{o99:>8.3f}",
+            end="",
+        )
+        print(f"{o50 / f50:>7.2f}x{o99 / f99:>7.2f}x{o50 / r50:>8.2f}x{o99 / r99:>7.2f}x")
 
     if not args.sweep:
         return
