@@ -13,7 +13,10 @@ machine's cores.
    observations, so that ours / replay is what the engine and the door add.
 2. Sweep: N sessions at once (64, 256, 1024), each connecting, resetting, then (when all have
    reset) making 10 steps, the last an answer. Success rate, p99 step latency, and the
-   server's RSS growth per open session, measured while all N sessions hold an episode.
+   server's RSS growth per open session, measured while all N sessions hold an episode. Each
+   N runs on both servers in turn `--repeats` times (a fresh server each time): the worst
+   success rate and the median of every other figure are shown, as one run's ratios move by
+   a third on a shared machine.
 
     python benchmarks/bench_openenv.py --data-dir ../shared/data/spider
 """
@@ -216,6 +219,17 @@ class SweepResult:
     rss_kib_per_session: float
     steps_per_s: float
 
+    @classmethod
+    def typical(cls, runs: list[SweepResult]) -> SweepResult:
+        """The worst success rate of `runs` and the median of each other figure."""
+        return cls(
+            min(run.success_rate for run in runs),
+            *(
+                statistics.median(getattr(run, name) for run in runs)
+                for name in ("p50_ms", "p99_ms", "rss_kib_per_session", "steps_per_s")
+            ),
+        )
+
 
 async def sweep(
     server: Server, sessions: int, after_reset: Callable[[], object] = lambda: None
@@ -271,6 +285,16 @@ async def sweep(
     )
 
 
+def positive(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return number
+
+
 def session_counts(text: str) -> list[int]:
     try:
         counts = [int(n) for n in text.split(",") if n.strip()]
@@ -291,6 +315,9 @@ def main() -> None:
         type=session_counts,
         default="64,256,1024",
         help="session counts, comma-separated (64,256,1024); empty: latency only",
+    )
+    parser.add_argument(
+        "--repeats", type=positive, default=3, help="sweep runs per N and server (default: 3)"
     )
     parser.add_argument("--serve-floor", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
@@ -326,16 +353,22 @@ def main() -> None:
 
     if not args.sweep:
         return
-    print(f"\nConcurrency sweep: N sessions, each reset + {EPISODE_STEPS} steps")
+    print(
+        f"\nConcurrency sweep: N sessions, each reset + {EPISODE_STEPS} steps; "
+        f"median of {args.repeats} runs (success: the worst)"
+    )
     header = f"{'N':>6}  {'server':<6}{'success':>9}{'p50 ms':>9}{'p99 ms':>9}{'KiB/sess':>10}"
     print(header + f"{'steps/s':>9}")
     knee = None
     for sessions in args.sweep:
-        results = {}
-        for name, command in (("floor", floor(sessions)), ("ours", ours(args, sessions))):
-            with running(command) as server:
-                results[name] = asyncio.run(sweep(server, sessions))
-            r = results[name]
+        servers = {"floor": floor(sessions), "ours": ours(args, sessions)}
+        runs: dict[str, list[SweepResult]] = defaultdict(list)
+        for _ in range(args.repeats):
+            for name, command in servers.items():
+                with running(command) as server:
+                    runs[name].append(asyncio.run(sweep(server, sessions)))
+        results = {name: SweepResult.typical(runs[name]) for name in servers}
+        for name, r in results.items():
             print(
                 f"{sessions:>6}  {name:<6}{r.success_rate:>9.1%}{r.p50_ms:>9.1f}{r.p99_ms:>9.1f}"
                 f"{r.rss_kib_per_session:>10.0f}{r.steps_per_s:>9.0f}"
