@@ -296,13 +296,7 @@ def positive(text: str) -> int:
 
 
 def session_counts(text: str) -> list[int]:
-    try:
-        counts = [int(n) for n in text.split(",") if n.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of numbers: {text!r}") from None
-    if any(n < 1 for n in counts):
-        raise argparse.ArgumentTypeError("session counts must be 1 or more")
-    return counts
+    return [positive(n) for n in text.split(",") if n.strip()]
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ RETIRE_GROWTH_BYTES = 32 << 20
 # span many databases, and reopening one costs more than the query. A connection whose cache
 # grows past RETIRE_GROWTH_BYTES retires its worker like any other memory.
 OPEN_DATABASES = 64
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
 def main(memory_bytes: int) -> None:
@@ -132,7 +133,7 @@ def _open_statm() -> int | None:
 
 def _statm(statm: int, field: int) -> int:
     """A field of /proc/self/statm in bytes (0: address space, 1: resident)."""
-    return int(os.pread(statm, 128, 0).split()[field]) * os.sysconf("SC_PAGE_SIZE")
+    return int(os.pread(statm, 128, 0).split()[field]) * PAGE_BYTES
 
 
 def _resident(statm: int | None) -> int:

@@ -164,6 +164,17 @@ def test_concurrent_attacks_stay_within_the_workers_budgets(database_dir, sandbo
     normal.close()
 
 
+async def cancelled_then_counted(
+    call: asyncio.Future, executor: ReadOnlyExecutor, timeout_s: float
+) -> QueryResult:
+    """Cancel `call`, then count the singers: the pool must still answer within `timeout_s`."""
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    after = finish_async(executor.query_work("SELECT count(*) FROM singer"))
+    return await asyncio.wait_for(after, timeout=timeout_s)
+
+
 def test_a_cancelled_call_gives_its_worker_back(database_dir):
     pool = Sandbox(workers=1, memory_mb=MEMORY_MB)
     executor = ReadOnlyExecutor(database(database_dir), sandbox=pool)
@@ -174,11 +185,7 @@ def test_a_cancelled_call_gives_its_worker_back(database_dir):
     async def cancel_then_query() -> QueryResult:
         running = asyncio.ensure_future(finish_async(executor.query_work(forever)))
         await asyncio.sleep(0.2)
-        running.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await running
-        after = finish_async(executor.query_work("SELECT count(*) FROM singer"))
-        return await asyncio.wait_for(after, timeout=5)
+        return await cancelled_then_counted(running, executor, timeout_s=5)
 
     assert asyncio.run(cancel_then_query()).rows == ((6,),)
     pool.close()
@@ -228,11 +235,7 @@ def test_a_queued_call_cancelled_after_its_job_started_leaves_the_pool_working(d
         call = asyncio.ensure_future(finish_async(executor.query_work(SLOW)))
         await asyncio.sleep(0.01)
         holder.join()  # the worker is free and already runs the queued job
-        call.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await call
-        after = finish_async(executor.query_work("SELECT count(*) FROM singer"))
-        return await asyncio.wait_for(after, timeout=10)
+        return await cancelled_then_counted(call, executor, timeout_s=10)
 
     assert asyncio.run(cancel_a_started_job()).rows == ((6,),)
     pool.close()
