@@ -225,9 +225,9 @@ class Episode:
             schema = self.executor.describe(arguments["table"])
             return render.schema_text(schema), render.schema_data(schema), schema.name
         if tool == "sample":
-            table = self.executor.resolve_table(arguments["table"])
-            result = yield from self.executor.sample_work(table, arguments.get("n", 5))
-            return render.rows_text(result), render.rows_data(result), table
+            schema = self.executor.describe(arguments["table"])
+            result = yield from self.executor.sample_work(schema, arguments.get("n", 5))
+            return render.rows_text(result), render.rows_data(result), schema.name
         result = yield from self.executor.query_work(arguments["sql"])
         return render.rows_text(result), render.rows_data(result), None
 

@@ -257,18 +257,18 @@ class ReadOnlyExecutor:
         return self._schema[name]
 
     def sample(self, table: str, n: int = 5) -> QueryResult:
-        return finish(self.sample_work(table, n))
+        return finish(self.sample_work(self.describe(table), n))
 
     def query(self, sql: str, max_rows: int | None = None) -> QueryResult:
         return finish(self.query_work(sql, max_rows))
 
-    def sample_work(self, table: str, n: int = 5) -> Work[QueryResult]:
-        """Sample as a call (see `env_core.sandbox`): in process on a plain table, whose rows
-        are bounded by its width; in the sandbox when reading it computes expressions."""
+    def sample_work(self, schema: TableSchema, n: int = 5) -> Work[QueryResult]:
+        """Sample a table (as `describe` returned it) as a call (see `env_core.sandbox`): in
+        process on a plain table, whose rows are bounded by its width; in the sandbox when
+        reading it computes expressions."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidArgumentError("n must be a whole number of rows, at least 1")
         n = min(n, self.limits.max_sample_rows)
-        schema = self.describe(table)
         if self.sandbox is not None and (
             schema.computed or len(schema.columns) > INLINE_SAMPLE_COLUMNS
         ):
@@ -338,28 +338,32 @@ class ReadOnlyExecutor:
     def _run(self, sql: str, limit: int) -> QueryResult:
         self._follow_changes()
         with self._lock:
-            started = time.perf_counter()
-            self._deadline = time.monotonic() + self.limits.timeout_s
+            started = time.monotonic()
+            self._deadline = started + self.limits.timeout_s
             self._denied = None
             try:
                 columns, rows, truncated = self._fetch(sql, limit)
             except sqlite3.Error as error:
                 raise self._explain(error) from None
-            finally:
-                self._connection.text_factory = str
-            elapsed_ms = (time.perf_counter() - started) * 1000
+            elapsed_ms = (time.monotonic() - started) * 1000
         return QueryResult(columns, rows, truncated, round(elapsed_ms, 3))
 
     def _fetch(self, sql: str, limit: int) -> tuple[tuple[str, ...], tuple, bool]:
         try:
-            cursor = self._connection.execute(sql)
-            first = cursor.fetchone()
+            return self._read(sql, limit)
         except sqlite3.OperationalError as error:
-            if "decode" not in str(error):
+            if not str(error).startswith("Could not decode"):
                 raise
-            self._connection.text_factory = _decode_with_replacement
-            cursor = self._connection.execute(sql)
-            first = cursor.fetchone()
+        # Text that is not UTF-8 in some row: read again, the bad bytes replaced.
+        self._connection.text_factory = _decode_with_replacement
+        try:
+            return self._read(sql, limit)
+        finally:
+            self._connection.text_factory = str
+
+    def _read(self, sql: str, limit: int) -> tuple[tuple[str, ...], tuple, bool]:
+        cursor = self._connection.execute(sql)
+        first = cursor.fetchone()
         max_cell = self.limits.max_cell_chars
         columns = tuple([_cap_cell(d[0], max_cell) for d in cursor.description or ()])
         rows, truncated = self._capped_rows(first, cursor, limit)

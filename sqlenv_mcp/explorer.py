@@ -153,7 +153,8 @@ def register_explorer_tools(
             return name, render.schema_text(schema), render.schema_data(schema)
         if tool == "sample":
             n = arguments.get("n", DEFAULT_SAMPLE_ROWS)
-            result = await finish_async(executor.sample_work(arguments["table"], n))
+            schema = executor.describe(arguments["table"])
+            result = await finish_async(executor.sample_work(schema, n))
         else:
             result = await finish_async(executor.query_work(arguments["sql"]))
         return name, render.rows_text(result), render.rows_data(result)

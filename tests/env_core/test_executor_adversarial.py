@@ -225,8 +225,13 @@ def test_invalid_utf8_text_is_decoded_with_replacement(tmp_path: Path) -> None:
     assert executor.query("SELECT name FROM t ORDER BY id").rows == (("\ufffdA",), ("fine",))
     assert executor.sample("t").rows == ((1, "\ufffdA"), (2, "fine"))
     assert executor.query("SELECT CAST(x'c328' AS TEXT)").rows == (("\ufffd(",),)
+    # Bad text in a later row than the first is replaced too.
+    assert executor.query("SELECT name FROM t ORDER BY id DESC").rows == (("fine",), ("\ufffdA",))
     # The fallback decoder is per call: the next query gets ordinary text again.
     assert executor.query("SELECT 'é'").rows == (("é",),)
+    # An error that merely names "decode" is an ordinary SQL error.
+    with pytest.raises(QueryFailedError, match="no such column: decode"):
+        executor.query("SELECT decode FROM t")
     executor.close()
 
 
