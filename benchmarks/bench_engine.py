@@ -39,6 +39,17 @@ def floor_rows(connection: sqlite3.Connection, sql: str, limit: int) -> str:
     return header + "\n" + "\n".join(" | ".join(map(str, row)) for row in rows[:limit])
 
 
+def bare_call(connection: sqlite3.Connection, tool: str, arguments: dict) -> str:
+    """A tool call as a minimal server would answer it: the bare statements, plain text."""
+    if tool == "describe":
+        return floor_describe(connection, arguments["table"])
+    if tool == "sample":
+        n = arguments.get("n", 5)
+        sql = f"SELECT * FROM {quote_identifier(arguments['table'])} LIMIT {n}"
+        return floor_rows(connection, sql, n)
+    return floor_rows(connection, arguments["sql"], 20)
+
+
 def percentile(samples: list[float], q: float) -> float:
     return (
         statistics.quantiles(samples, n=100, method="inclusive")[q - 1]
@@ -58,14 +69,12 @@ def measure(catalog: Catalog, split: str, questions: int, repeats: int, seed: in
         path = catalog.database_path(question.db_id)
         floor = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
         tables = [episode.executor.resolve_table(t) for t in referenced_tables(question.sql)]
-        sample_sql = f"SELECT * FROM {quote_identifier(tables[0])} LIMIT 5"
-        calls = [("describe", {"table": t}, floor_describe, (floor, t)) for t in tables]
-        calls.append(("sample", {"table": tables[0]}, floor_rows, (floor, sample_sql, 5)))
-        calls.append(("query", {"sql": question.sql}, floor_rows, (floor, question.sql, 20)))
+        calls = [("describe", {"table": t}) for t in tables]
+        calls += [("sample", {"table": tables[0]}), ("query", {"sql": question.sql})]
         for _ in range(repeats):
-            for tool, arguments, bare, bare_args in calls:
+            for tool, arguments in calls:
                 started = time.perf_counter_ns()
-                bare(*bare_args)
+                bare_call(floor, tool, arguments)
                 timings[(tool, "floor")].append((time.perf_counter_ns() - started) / 1000)
                 started = time.perf_counter_ns()
                 episode.call(tool, arguments)

@@ -8,9 +8,11 @@ machine's cores.
 
 1. Latency: one typed client per server, the same calls interleaved (describe, sample, query
    on Spider's concert_singer), p50/p99 per tool and over all calls, and the ratio ours / floor.
-   A second floor, "replay", is the same no-op answering each call with the observation ours
+   Two more floors: "replay" is the same no-op answering each call with the observation ours
    sends for it (made once, in process, at start-up): what OpenEnv costs to carry our
-   observations, so that ours / replay is what the engine and the door add.
+   observations. "sql" is replay that first runs the call's bare SQLite statements on one
+   reused connection, as bench_engine's floor does: what a minimal SQL environment must do,
+   so that ours / sql is what the engine and the door add to running the SQL at all.
 2. Sweep: N sessions at once (64, 256, 1024), each connecting, resetting, then (when all have
    reset) making 10 steps, the last an answer. Success rate, p99 step latency, and the
    server's RSS growth per open session, measured while all N sessions hold an episode. Each
@@ -27,6 +29,7 @@ import argparse
 import asyncio
 import contextlib
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -40,6 +43,7 @@ from typing import Any
 
 import httpx
 import psutil
+from bench_engine import bare_call
 
 from adapters.openenv.client import SQLEnvClient
 
@@ -76,9 +80,22 @@ def our_observations(data_dir: str, split: str) -> dict[str, dict[str, Any]]:
     return observations
 
 
-def serve_floor(port: int, max_sessions: int, replayed: dict[str, dict] | None = None) -> None:
+def question_database(data_dir: str, split: str) -> Path:
+    from env_core.catalog import Catalog
+
+    catalog = Catalog.load(Path(data_dir), [split])
+    return catalog.database_path(catalog.question(QUESTION).db_id)
+
+
+def serve_floor(
+    port: int,
+    max_sessions: int,
+    replayed: dict[str, dict] | None = None,
+    database: Path | None = None,
+) -> None:
     """Serve the no-op environment (run in a subprocess of this script); with `replayed`, it
-    answers each tool with that observation."""
+    answers each tool with that observation, after running the call's bare statements on
+    `database` if one is given."""
     import uvicorn
     from openenv.core.env_server.http_server import create_app
     from openenv.core.env_server.interfaces import Environment
@@ -88,6 +105,11 @@ def serve_floor(port: int, max_sessions: int, replayed: dict[str, dict] | None =
     from adapters.openenv.models import EpisodeObservation, SQLState
     from adapters.openenv.server import WEBSOCKET_OPTIONS
 
+    connection = None
+    if database is not None:
+        uri = f"file:{database}?mode=ro&immutable=1"
+        connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+
     class NoopEnvironment(Environment):
         SUPPORTS_CONCURRENT_SESSIONS = True
         REQUIRES_SINGLE_THREAD_EXECUTOR = True
@@ -96,6 +118,8 @@ def serve_floor(port: int, max_sessions: int, replayed: dict[str, dict] | None =
             return EpisodeObservation(text="noop", episode_id="noop", tables=["t"], budget=15)
 
         def step(self, action, timeout_s=None, **kwargs: Any) -> CallToolObservation:
+            if connection is not None:
+                bare_call(connection, action.tool_name, action.arguments)
             if replayed is not None:
                 return CallToolObservation(**replayed[action.tool_name])
             structured = {"episode_id": "noop", "tool": action.tool_name, "ok": True}
@@ -178,8 +202,8 @@ def floor(sessions: int) -> list[str]:
     return [sys.executable, __file__, "--serve-floor", "--max-sessions", str(sessions)]
 
 
-def replay(args: argparse.Namespace) -> list[str]:
-    return [*floor(4), "--replay", "--data-dir", args.data_dir, "--split", args.split]
+def replay(args: argparse.Namespace, *options: str) -> list[str]:
+    return [*floor(4), "--replay", *options, "--data-dir", args.data_dir, "--split", args.split]
 
 
 def percentile(samples: list[float], q: int) -> float:
@@ -191,7 +215,7 @@ def client(url: str) -> SQLEnvClient:
 
 
 async def measure_latency(urls: dict[str, str], rounds: int) -> dict[str, list[float]]:
-    """`urls`: the servers by name ("floor", "replay", "ours"), called in turn."""
+    """`urls`: the servers by name ("ours" and the floors), called in turn."""
     timings: dict[str, list[float]] = defaultdict(list)
     async with contextlib.AsyncExitStack() as stack:
         envs = {name: await stack.enter_async_context(client(url)) for name, url in urls.items()}
@@ -285,6 +309,43 @@ async def sweep(
     )
 
 
+def print_latency(timings: dict[str, list[float]], servers: list[str], rounds: int) -> None:
+    tools = [*LATENCY_CALLS, "all"]
+    figures = {}  # (server, tool): (p50, p99)
+    for tool in tools:
+        calls = list(LATENCY_CALLS) if tool == "all" else [tool]
+        for name in servers:
+            samples = [x for call in calls for x in timings[f"{name} {call}"]]
+            figures[name, tool] = (percentile(samples, 50), percentile(samples, 99))
+    floors = [name for name in servers if name != "ours"]
+    print(f"WebSocket step latency, ms ({rounds} calls each, interleaved), p50 and p99:")
+    print_pairs(servers, {tool: [figures[name, tool] for name in servers] for tool in tools}, 3)
+    print("\nours / each floor (floor: a no-op; replay: it answering with our observations;")
+    print("sql: replay running the call's bare SQLite statements first), p50 and p99:")
+    ratios = {
+        tool: [
+            tuple(o / f for o, f in zip(figures["ours", tool], figures[name, tool], strict=True))
+            for name in floors
+        ]
+        for tool in tools
+    }
+    print_pairs(floors, ratios, 2, unit="x")
+
+
+def print_pairs(
+    names: list[str], rows: dict[str, list[tuple[float, float]]], decimals: int, unit: str = ""
+) -> None:
+    """A table of (p50, p99) pairs: one row per tool, two columns per name."""
+    p50_width, p99_width = 12 - len(unit), 8 - len(unit)
+    print(f"{'tool':<10}" + "".join(f"{name + ' p50':>12}{'p99':>8}" for name in names))
+    for tool, pairs in rows.items():
+        cells = (
+            f"{p50:>{p50_width}.{decimals}f}{unit}{p99:>{p99_width}.{decimals}f}{unit}"
+            for p50, p99 in pairs
+        )
+        print(f"{tool:<10}" + "".join(cells))
+
+
 def positive(text: str) -> int:
     try:
         number = int(text)
@@ -317,33 +378,26 @@ def main() -> None:
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--max-sessions", type=int, default=64, help=argparse.SUPPRESS)
     parser.add_argument("--replay", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--sql", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_floor:
         replayed = our_observations(args.data_dir, args.split) if args.replay else None
-        serve_floor(args.port, args.max_sessions, replayed)
+        database = question_database(args.data_dir, args.split) if args.sql else None
+        serve_floor(args.port, args.max_sessions, replayed, database)
         return
 
-    commands = {"floor": floor(4), "replay": replay(args), "ours": ours(args, 4, MAX_STEPS)}
+    commands = {
+        "floor": floor(4),
+        "replay": replay(args),
+        "sql": replay(args, "--sql"),
+        "ours": ours(args, 4, MAX_STEPS),
+    }
     with contextlib.ExitStack() as stack:
         urls = {
             name: stack.enter_context(running(command)).url for name, command in commands.items()
         }
         timings = asyncio.run(measure_latency(urls, args.rounds))
-    print(f"WebSocket step latency, ms ({args.rounds} calls each, interleaved); x: ours / floor,")
-    print("replay: the floor answering with our observations, and ours / replay")
-    print(
-        f"{'tool':<10}{'floor p50':>10}{'p99':>8}{'replay p50':>11}{'p99':>8}{'ours p50':>10}"
-        f"{'p99':>8}{'p50 x':>8}{'p99 x':>8}{'/replay':>9}{'p99':>8}"
-    )
-    for tool in [*LATENCY_CALLS, "all"]:
-        calls = list(LATENCY_CALLS) if tool == "all" else [tool]
-        f, r, o = ([x for t in calls for x in timings[f"{n} {t}"]] for n in commands)
-        f50, f99, r50, r99, o50, o99 = (percentile(s, q) for s in (f, r, o) for q in (50, 99))
-        print(
-            f"{tool:<10}{f50:>10.3f}{f99:>8.3f}{r50:>11.3f}{r99:>8.3f}{o50:>10.3f}{o99:>8.3f}",
-            end="",
-        )
-        print(f"{o50 / f50:>7.2f}x{o99 / f99:>7.2f}x{o50 / r50:>8.2f}x{o99 / r99:>7.2f}x")
+    print_latency(timings, list(commands), args.rounds)
 
     if not args.sweep:
         return

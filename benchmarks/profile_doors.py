@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import functools
 import os
 import re
 import signal
@@ -203,7 +204,7 @@ def mcp_calls(kind: str, calls: int) -> Iterator[tuple[str, dict]]:
 
 def engine_loop(args: argparse.Namespace) -> None:
     """Run in a child process under py-spy: the calls in process, ours or bare sqlite3."""
-    from bench_engine import floor_describe, floor_rows
+    from bench_engine import bare_call
 
     from env_core.catalog import Catalog
     from env_core.sessions import SessionConfig, SessionManager
@@ -212,12 +213,7 @@ def engine_loop(args: argparse.Namespace) -> None:
     if args.engine_loop == "floor":
         path = catalog.database_path("concert_singer")
         connection = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-        bare = {
-            "describe": lambda: floor_describe(connection, "singer"),
-            "sample": lambda: floor_rows(connection, 'SELECT * FROM "singer" LIMIT 5', 5),
-            "query": lambda: floor_rows(connection, CALLS["query"]["sql"], 20),
-        }
-        call = lambda tool, _arguments: bare[tool]()  # noqa: E731
+        call = functools.partial(bare_call, connection)
     else:
         manager = SessionManager(catalog, SessionConfig(split=SPLIT, max_steps=1000))
         episode = manager.create(question_id=QUESTION)
