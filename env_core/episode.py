@@ -162,7 +162,7 @@ class Episode:
         with self._lock:
             if self.done:
                 raise EpisodeFinishedError(
-                    f"episode {self.episode_id} has ended ({self._ending()}); start a new episode"
+                    f"episode {self.episode_id} has ended ({self.ending}); start a new episode"
                 )
             specs = self._specs()
             if tool not in specs:
@@ -202,7 +202,9 @@ class Episode:
         limits = self.executor.limits
         return specs_by_name(limits.max_rows, limits.max_sample_rows)
 
-    def _ending(self) -> str:
+    @property
+    def ending(self) -> str:
+        """How an episode that has ended ended, as its refusals say it."""
         if self.correct is not None:
             return "was answered"
         return "ran out of steps" if self.budget_left == 0 else "was abandoned"

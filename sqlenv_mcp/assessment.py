@@ -29,7 +29,12 @@ from mcp.types import CallToolResult
 from env_core import contract
 from env_core.asgi import App, Receive, Scope, Send, respond_json
 from env_core.episode import Episode, refusal
-from env_core.errors import InvalidArgumentError, SQLEnvError, UnknownEpisodeError
+from env_core.errors import (
+    EpisodeFinishedError,
+    InvalidArgumentError,
+    SQLEnvError,
+    UnknownEpisodeError,
+)
 from env_core.sandbox import finish_async
 from env_core.sessions import SessionManager
 from env_core.tools import ToolSpec
@@ -52,6 +57,7 @@ NOT_CHOSEN = (
     "this is an assessment: your episode is assigned and cannot be chosen or restarted; "
     "start_episode takes no arguments"
 )
+ENDED = "your assigned episode has ended"
 NO_SEAT = "no assigned episode at this address: it has ended, or the address is wrong"
 
 
@@ -198,6 +204,10 @@ def register_assessment_tools(
                 return step_result("", refusal(tool, UnknownEpisodeError(NO_SEAT)))
             work = seat.manager.work(seat.episode_id, tool, arguments, owner=seat.token)
             result = await finish_async(work)
+            if result.refused and result.data["error"] == "episode_finished":
+                # The engine's advice to start a new episode does not hold here.
+                ended = f"{ENDED} ({seat.episode().ending}); it takes no more calls"
+                result = refusal(tool, EpisodeFinishedError(ended))
             if result.done and not result.refused:
                 log.info("%s", seat.outcome())
             return step_result(seat.episode_id, result)

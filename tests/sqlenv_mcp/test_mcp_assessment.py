@@ -40,7 +40,9 @@ async def play_and_try_to_replay(client: ClientSession, catalog, question_id: st
     assert answered.structuredContent["data"] == {"correct": True}
     assert answered.structuredContent["done"] is True
     twice = await client.call_tool("answer", {"value": "6"})
-    assert twice.isError and "has ended (was answered)" in twice.content[0].text
+    ended = twice.content[0].text
+    assert twice.isError and "assigned episode has ended (was answered)" in ended
+    assert "start a new episode" not in ended
     replay = await client.call_tool("start_episode", {})
     assert replay.structuredContent["episode_id"] == first.structuredContent["episode_id"]
     after = await client.call_tool("query", {"sql": "SELECT 1"})
