@@ -47,11 +47,7 @@ from load_mcp import Session, Tally  # noqa: E402
 
 PY_SPY = Path(sys.executable).with_name("py-spy")
 RATE = 500  # samples per second
-CALLS = {
-    "describe": {"table": "singer"},
-    "sample": {"table": "singer", "n": 5},
-    "query": {"sql": "SELECT name, country, age FROM singer ORDER BY age DESC"},
-}
+CALLS = bench_openenv.LATENCY_CALLS  # as bench_openenv makes them
 SPLIT = "dev_without_wta_1"
 ENGINE_CALLS = 10  # times --calls: an in-process call is short, and needs more to be sampled
 # What the innermost frame's file belongs to: the first group whose pattern matches its path.
