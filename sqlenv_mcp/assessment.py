@@ -57,7 +57,6 @@ NOT_CHOSEN = (
     "this is an assessment: your episode is assigned and cannot be chosen or restarted; "
     "start_episode takes no arguments"
 )
-ENDED = "your assigned episode has ended"
 NO_SEAT = "no assigned episode at this address: it has ended, or the address is wrong"
 
 
@@ -72,6 +71,15 @@ class Seat:
 
     def episode(self) -> Episode:
         return self.manager.get(self.episode_id, self.token)
+
+    def ended(self) -> str:
+        """Why a call after the end is refused: not the engine's advice to start a new
+        episode, which an assessed agent cannot do."""
+        try:
+            ending = f" ({self.episode().ending})"
+        except UnknownEpisodeError:  # released meanwhile
+            ending = ""
+        return f"your assigned episode has ended{ending}; it takes no more calls"
 
     def outcome(self) -> str:
         episode = self.episode()
@@ -205,9 +213,7 @@ def register_assessment_tools(
             work = seat.manager.work(seat.episode_id, tool, arguments, owner=seat.token)
             result = await finish_async(work)
             if result.refused and result.data["error"] == "episode_finished":
-                # The engine's advice to start a new episode does not hold here.
-                ended = f"{ENDED} ({seat.episode().ending}); it takes no more calls"
-                result = refusal(tool, EpisodeFinishedError(ended))
+                result = refusal(tool, EpisodeFinishedError(seat.ended()))
             if result.done and not result.refused:
                 log.info("%s", seat.outcome())
             return step_result(seat.episode_id, result)
