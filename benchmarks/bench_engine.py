@@ -39,6 +39,11 @@ def floor_rows(connection: sqlite3.Connection, sql: str, limit: int) -> str:
     return header + "\n" + "\n".join(" | ".join(map(str, row)) for row in rows[:limit])
 
 
+def bare_connection(path: Path) -> sqlite3.Connection:
+    """The floor's connection: read-only, reused for every call."""
+    return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
+
+
 def bare_call(connection: sqlite3.Connection, tool: str, arguments: dict) -> str:
     """A tool call as a minimal server would answer it: the bare statements, plain text."""
     if tool == "describe":
@@ -67,7 +72,7 @@ def measure(catalog: Catalog, split: str, questions: int, repeats: int, seed: in
     for question in chosen:
         episode = sessions.create(question_id=question.id)
         path = catalog.database_path(question.db_id)
-        floor = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        floor = bare_connection(path)
         tables = [episode.executor.resolve_table(t) for t in referenced_tables(question.sql)]
         calls = [("describe", {"table": t}) for t in tables]
         calls += [("sample", {"table": tables[0]}), ("query", {"sql": question.sql})]

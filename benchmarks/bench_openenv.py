@@ -29,7 +29,6 @@ import argparse
 import asyncio
 import contextlib
 import socket
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -43,9 +42,10 @@ from typing import Any
 
 import httpx
 import psutil
-from bench_engine import bare_call
+from bench_engine import bare_call, bare_connection
 
 from adapters.openenv.client import SQLEnvClient
+from env_core.catalog import Catalog
 
 QUESTION = "dev_without_wta_1:1"  # concert_singer: names, countries and ages of singers
 LATENCY_CALLS = {
@@ -58,15 +58,13 @@ MAX_STEPS = 1000  # the largest budget the server allows
 ROUNDS_PER_EPISODE = MAX_STEPS // len(LATENCY_CALLS)
 
 
-def our_observations(data_dir: str, split: str) -> dict[str, dict[str, Any]]:
+def our_observations(catalog: Catalog, split: str) -> dict[str, dict[str, Any]]:
     """The fields of the observation ours answers each latency call with, made in process."""
     from openenv.core.env_server.mcp_types import CallToolAction
 
     from adapters.openenv.environment import SQLExploreEnvironment
-    from env_core.catalog import Catalog
     from env_core.sessions import SessionConfig, SessionManager
 
-    catalog = Catalog.load(Path(data_dir), [split])
     manager = SessionManager(catalog, SessionConfig(split=split, max_steps=MAX_STEPS))
     environment = SQLExploreEnvironment(manager)
     environment.reset(question_id=QUESTION)
@@ -78,13 +76,6 @@ def our_observations(data_dir: str, split: str) -> dict[str, dict[str, Any]]:
         }
     manager.shutdown()
     return observations
-
-
-def question_database(data_dir: str, split: str) -> Path:
-    from env_core.catalog import Catalog
-
-    catalog = Catalog.load(Path(data_dir), [split])
-    return catalog.database_path(catalog.question(QUESTION).db_id)
 
 
 def serve_floor(
@@ -105,10 +96,7 @@ def serve_floor(
     from adapters.openenv.models import EpisodeObservation, SQLState
     from adapters.openenv.server import WEBSOCKET_OPTIONS
 
-    connection = None
-    if database is not None:
-        uri = f"file:{database}?mode=ro&immutable=1"
-        connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    connection = bare_connection(database) if database is not None else None
 
     class NoopEnvironment(Environment):
         SUPPORTS_CONCURRENT_SESSIONS = True
@@ -381,8 +369,12 @@ def main() -> None:
     parser.add_argument("--sql", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_floor:
-        replayed = our_observations(args.data_dir, args.split) if args.replay else None
-        database = question_database(args.data_dir, args.split) if args.sql else None
+        replayed = database = None
+        if args.replay:
+            catalog = Catalog.load(Path(args.data_dir), [args.split])
+            replayed = our_observations(catalog, args.split)
+            if args.sql:
+                database = catalog.database_path(catalog.question(QUESTION).db_id)
         serve_floor(args.port, args.max_sessions, replayed, database)
         return
 

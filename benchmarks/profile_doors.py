@@ -26,7 +26,6 @@ import os
 import re
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -200,7 +199,7 @@ def mcp_calls(kind: str, calls: int) -> Iterator[tuple[str, dict]]:
 
 def engine_loop(args: argparse.Namespace) -> None:
     """Run in a child process under py-spy: the calls in process, ours or bare sqlite3."""
-    from bench_engine import bare_call
+    from bench_engine import bare_call, bare_connection
 
     from env_core.catalog import Catalog
     from env_core.sessions import SessionConfig, SessionManager
@@ -208,7 +207,7 @@ def engine_loop(args: argparse.Namespace) -> None:
     catalog = Catalog.load(args.data_dir, [SPLIT])
     if args.engine_loop == "floor":
         path = catalog.database_path("concert_singer")
-        connection = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+        connection = bare_connection(path)
         call = functools.partial(bare_call, connection)
     else:
         manager = SessionManager(catalog, SessionConfig(split=SPLIT, max_steps=1000))
