@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from env_core import render
 from env_core.answers import AnswerChecker
 from env_core.errors import (
+    CallCancelledError,
     EpisodeBusyError,
     EpisodeError,
     EpisodeFinishedError,
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
     from env_core.rewards import RewardConfig
 
 MAX_ANSWER_CHARS = 20_000
+# A refused call names its tool as sent, cut short: it may be any text.
+MAX_REFUSED_NAME_CHARS = 64
 REFUSAL_KINDS = frozenset(error_kinds(EpisodeError))
 
 
@@ -68,8 +71,9 @@ def refusal(tool: str, error: SQLEnvError) -> ToolResult:
     """The result of a call the episode did not take (unknown or finished episode, unknown
     tool, another call running): no step spent, no reward, and done when the episode can take
     no more calls. Every door answers such a call with it."""
+    name = tool if len(tool) <= MAX_REFUSED_NAME_CHARS else tool[:MAX_REFUSED_NAME_CHARS] + "..."
     return ToolResult(
-        tool, False, render.error_text(error), error_data(error), 0.0, ends_episode(error)
+        name, False, render.error_text(error), error_data(error), 0.0, ends_episode(error)
     )
 
 
@@ -174,13 +178,23 @@ class Episode:
                 )
             self._busy = True
         try:
-            result = yield from self._run(specs[tool], arguments)
-            with self._lock:
-                self.history.append(Step(tool, arguments, result))
-                self.total_reward = round(self.total_reward + result.reward, 6)
+            try:
+                result = yield from self._run(specs[tool], arguments)
+            except GeneratorExit:
+                # The caller gave up while the call ran (a cancel, a dropped connection): it
+                # is spent like a failed call, or cancelling would be a free probe.
+                result = self._failed(tool, CallCancelledError.spent(), arguments)
+                self._record(tool, arguments, result)
+                raise
+            self._record(tool, arguments, result)
             return result
         finally:
             self._busy = False
+
+    def _record(self, tool: str, arguments: dict[str, Any], result: ToolResult) -> None:
+        with self._lock:
+            self.history.append(Step(tool, arguments, result))
+            self.total_reward = round(self.total_reward + result.reward, 6)
 
     def abandon(self) -> float:
         """End an unfinished episode without an answer, booking the wrong-answer terminal
@@ -211,16 +225,18 @@ class Episode:
 
     def _run(self, spec: ToolSpec, arguments: dict[str, Any]) -> Work[ToolResult]:
         tool = spec.name
-        call_key = repr(sorted(arguments.items()))
         try:
             check_arguments(spec, arguments)
             if tool == "answer":
                 return self._answer(arguments["value"])
             text, data, table = yield from self._explore(tool, arguments)
         except ToolError as error:
-            text, data = render.error_text(error), error_data(error)
-            return self._finish_step(tool, False, text, data, call_key, None)
-        return self._finish_step(tool, True, text, data, call_key, table)
+            return self._failed(tool, error, arguments)
+        return self._finish_step(tool, True, text, data, arguments, table)
+
+    def _failed(self, tool: str, error: ToolError, arguments: dict[str, Any]) -> ToolResult:
+        text, data = render.error_text(error), error_data(error)
+        return self._finish_step(tool, False, text, data, arguments, None)
 
     def _explore(self, tool: str, arguments: dict[str, Any]) -> Work[tuple[str, dict, str | None]]:
         if tool == "describe":
@@ -234,9 +250,9 @@ class Episode:
         return render.rows_text(result), render.rows_data(result), None
 
     def _finish_step(
-        self, tool: str, ok: bool, text: str, data: dict, call_key: str, table: str | None
+        self, tool: str, ok: bool, text: str, data: dict, arguments: dict, table: str | None
     ) -> ToolResult:
-        reward = self.rewards.step(tool, call_key, ok, table)
+        reward = self.rewards.step(tool, repr(sorted(arguments.items())), ok, table)
         done = self.steps_used + 1 >= self.max_steps
         if done:
             reward += self.rewards.terminal(correct=False)

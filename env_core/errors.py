@@ -53,6 +53,14 @@ class QueryFailedError(ToolError):
     """SQL that SQLite could not compile or run (syntax error, unknown column, ...)."""
 
 
+class CallCancelledError(ToolError):
+    """The caller gave up on a call while it ran; the call was spent all the same."""
+
+    @classmethod
+    def spent(cls) -> "CallCancelledError":
+        return cls("the call was cancelled before it returned; it used a step")
+
+
 class InvalidArgumentError(ToolError):
     """A tool argument of the wrong type, range or size."""
 
@@ -71,6 +79,17 @@ class EpisodeFinishedError(EpisodeError):
 
 class EpisodeBusyError(EpisodeError):
     """Another call on the same episode is still running; the episode goes on."""
+
+
+class ServerBusyError(EpisodeError):
+    """No SQL worker was free for as long as a query may run; the call was not taken."""
+
+    @classmethod
+    def after(cls, timeout_s: float) -> "ServerBusyError":
+        return cls(
+            f"the server is busy: no SQL worker was free within {timeout_s:g} s; the call "
+            "was not taken and used no step; make it again"
+        )
 
 
 class UnknownToolError(EpisodeError):

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from env_core import errors
-from env_core.errors import QueryRejectedError, QueryTimeoutError, SQLEnvError
+from env_core.errors import QueryRejectedError, QueryTimeoutError, ServerBusyError, SQLEnvError
 
 if TYPE_CHECKING:
     from env_core.executor import ExecutorLimits
@@ -62,6 +62,8 @@ class Job:
     kind: str
     argument: str
     max_rows: int
+    # Who the job is for: jobs waiting for a worker are served in turn by client.
+    client: str | None = None
 
     def encode(self) -> bytes:
         fields = _fields(self.limits)
@@ -194,13 +196,14 @@ class Sandbox:
         self._lock = threading.Lock()
         self._idle: list[Worker] = []
         self._processes = 0  # running or starting
-        self._waiting: collections.deque[_Waiter] = collections.deque()
+        self._starting = 0
+        self._waiting = _Line()
         self._closed = False
 
     def run(self, job: Job) -> Rows:
         grant = self._take(lambda: _ThreadWaiter(job))
         if isinstance(grant, _ThreadWaiter):
-            worker, sent = grant.wait()
+            worker, sent = self._await_thread_grant(grant)
         else:
             worker, sent = self._dispatch(grant, job)
         try:
@@ -220,7 +223,7 @@ class Sandbox:
                 raise
         else:
             worker, sent = self._dispatch(grant, job)
-        return await self._settle_async(worker, job, _time_left(job, sent))
+        return await self._watch(worker, job, sent, loop.create_future())
 
     def warm(self) -> None:
         """Start every worker now, in the background: a server's first queries then do not
@@ -235,7 +238,7 @@ class Sandbox:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
-            waiting, self._waiting = list(self._waiting), collections.deque()
+            waiting = self._waiting.clear()
         for worker in idle:
             worker.kill()
         for waiter in waiting:
@@ -261,6 +264,8 @@ class Sandbox:
 
     def _replace(self, retired: Worker | None) -> None:
         """Kill `retired` (if any) and start a worker, in the background."""
+        with self._lock:
+            self._starting += 1
         threading.Thread(target=self._start, args=(retired,), daemon=True).start()
 
     def _start(self, retired: Worker | None) -> None:
@@ -274,11 +279,14 @@ class Sandbox:
         except (OSError, EOFError) as error:
             log.error("cannot start a SQL worker process: %s", error)
             with self._lock:
+                self._starting -= 1
                 self._processes -= 1
-                waiting, self._waiting = list(self._waiting), collections.deque()
+                waiting = self._waiting.clear()
             for waiter in waiting:
                 waiter.deliver(QueryRejectedError("the server cannot run queries right now"))
             return
+        with self._lock:
+            self._starting -= 1
         self._hand_on(worker)
 
     def _hand_on(self, worker: Worker) -> None:
@@ -290,7 +298,7 @@ class Sandbox:
                 self._processes -= 1
                 waiter = None
             elif self._waiting:
-                waiter = self._waiting.popleft()
+                waiter = self._waiting.next()
             else:
                 self._idle.append(worker)
                 return
@@ -344,54 +352,67 @@ class Sandbox:
             raise getattr(errors, kind, errors.QueryFailedError)(message)
         return payload
 
-    async def _settle_async(self, worker: Worker, job: Job, timeout_s: float) -> Rows:
+    def _watch(
+        self, worker: Worker, job: Job, sent: float, outcome: asyncio.Future[Rows] | None
+    ) -> asyncio.Future[Rows] | None:
         """Wait for the reply on the running loop and settle it in the loop's reader callback:
-        the worker is handed its next job there, not once this task runs again (a loop serving
-        many sessions runs all their ready work in between)."""
+        the worker is handed its next job there, not once the caller runs again (a loop serving
+        many sessions runs all their ready work in between). The outcome goes to `outcome`
+        unless it is cancelled or None: a job nobody waits for any more still runs to its end,
+        which is bounded, and its worker goes back to the pool rather than being replaced (a
+        client cancelling calls in a loop would otherwise cost a process start each)."""
         loop = asyncio.get_running_loop()
-        outcome: asyncio.Future[Rows] = loop.create_future()
 
-        def stop_waiting() -> None:
-            loop.remove_reader(worker.output)
-            timer.cancel()
+        def wanted() -> bool:
+            return outcome is not None and not outcome.cancelled()
 
         def conclude(reply: bytes | None) -> None:
-            stop_waiting()
-            if outcome.cancelled():  # the caller gave up and retires the worker
-                return
+            loop.remove_reader(worker.output)
+            timer.cancel()
             try:
-                outcome.set_result(self._settle(worker, job, reply))
+                rows = self._settle(worker, job, reply)
             except Exception as error:
-                outcome.set_exception(error)
+                if wanted():
+                    outcome.set_exception(error)
+            else:
+                if wanted():
+                    outcome.set_result(rows)
 
         def readable() -> None:
-            if outcome.cancelled():
-                stop_waiting()
-                return
             try:
                 reply = worker.take_reply()
             except (EOFError, OSError) as error:
-                stop_waiting()
-                outcome.set_exception(self._lost(worker, error))
+                loop.remove_reader(worker.output)
+                timer.cancel()
+                lost = self._lost(worker, error)
+                if wanted():
+                    outcome.set_exception(lost)
                 return
             if reply is not None:
                 conclude(reply)
 
         loop.add_reader(worker.output, readable)
         # Ready descriptors are handled before due timers: a reply already there wins.
-        timer = loop.call_later(max(0.0, timeout_s), conclude, None)
-        try:
-            return await outcome
-        finally:
-            if outcome.cancelled():  # the job may still be running: the worker is replaced
-                stop_waiting()
-                self._retire(worker)
+        timer = loop.call_later(max(0.0, _time_left(job, sent)), conclude, None)
+        return outcome
+
+    def _await_thread_grant(self, waiter: _ThreadWaiter) -> Running:
+        """The waiter's job running, once a worker is free (see `_gives_up`)."""
+        while not waiter.wait(waiter.job.limits.timeout_s):
+            if self._gives_up(waiter):
+                raise ServerBusyError.after(waiter.job.limits.timeout_s)
+        return waiter.grant()
+
+    def _gives_up(self, waiter: _Waiter) -> bool:
+        """Whether a waiter that has waited the job's time limit leaves the line, refused: not
+        while a worker is starting (that is no busy server), nor once it has been served."""
+        with self._lock:
+            return not self._starting and self._waiting.remove(waiter)
 
     def _withdraw(self, waiter: _LoopWaiter) -> None:
         """A waiter gave up: leave the line, or give up the job it was handed running."""
         with self._lock:
-            if waiter in self._waiting:
-                self._waiting.remove(waiter)
+            if self._waiting.remove(waiter):
                 return
         waiter.abandon()
 
@@ -421,8 +442,11 @@ class _ThreadWaiter(_Waiter):
         self._grant = grant
         self._event.set()
 
-    def wait(self) -> Running:
-        self._event.wait()
+    def wait(self, timeout_s: float | None) -> bool:
+        """Whether the grant came within `timeout_s` (None: wait for it)."""
+        return self._event.wait(timeout_s)
+
+    def grant(self) -> Running:
         if isinstance(self._grant, SQLEnvError):
             raise self._grant
         return self._grant
@@ -447,16 +471,68 @@ class _LoopWaiter(_Waiter):
             self._end(grant)
 
     async def wait(self) -> Running:
-        grant = await self._future
+        """The job running, once a worker is free (see `Sandbox._gives_up`)."""
+        timeout_s = self.job.limits.timeout_s
+        while True:
+            try:
+                grant = await asyncio.wait_for(asyncio.shield(self._future), timeout_s)
+                break
+            except TimeoutError:
+                if self._sandbox._gives_up(self):
+                    raise ServerBusyError.after(timeout_s) from None
         if isinstance(grant, SQLEnvError):
             raise grant
         return grant
 
     def abandon(self) -> None:
+        """The caller gave up after its job was handed a worker."""
         if self._future.done() and not self._future.cancelled():
             self._end(self._future.result())
+        else:
+            self._future.cancel()  # the grant is on its way: `_resolve` ends it
 
     def _end(self, grant: Grant) -> None:
-        """Nobody waits for this job any more: its worker, mid-job, is replaced."""
+        """Nobody waits for this job any more: it runs to its end all the same."""
         if not isinstance(grant, SQLEnvError):
-            self._sandbox._retire(grant[0])
+            worker, sent = grant
+            self._sandbox._watch(worker, self.job, sent, None)
+
+
+class _Line:
+    """Jobs waiting for a worker, served in turn by client: the next free worker goes to the
+    client that has waited longest since it was last served, so one client's many jobs in
+    line hold up another client's by at most one job each."""
+
+    def __init__(self) -> None:
+        # Insertion order is the turn: a client served goes to the back.
+        self._by_client: dict[str | None, collections.deque[_Waiter]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._by_client)
+
+    def append(self, waiter: _Waiter) -> None:
+        self._by_client.setdefault(waiter.job.client, collections.deque()).append(waiter)
+
+    def next(self) -> _Waiter:
+        client = next(iter(self._by_client))
+        line = self._by_client.pop(client)
+        waiter = line.popleft()
+        if line:
+            self._by_client[client] = line
+        return waiter
+
+    def remove(self, waiter: _Waiter) -> bool:
+        """Take a waiter out of the line; False if it is not in it (it was served)."""
+        line = self._by_client.get(waiter.job.client)
+        if line is None or waiter not in line:
+            return False
+        line.remove(waiter)
+        if not line:
+            del self._by_client[waiter.job.client]
+        return True
+
+    def clear(self) -> list[_Waiter]:
+        """Empty the line; the waiters that were in it."""
+        waiting = [waiter for line in self._by_client.values() for waiter in line]
+        self._by_client = {}
+        return waiting

@@ -16,7 +16,14 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from env_core import render
-from env_core.errors import DataError, InvalidArgumentError, ToolError, error_data, shown
+from env_core.errors import (
+    DataError,
+    InvalidArgumentError,
+    ServerBusyError,
+    ToolError,
+    error_data,
+    shown,
+)
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
 from env_core.sandbox import Sandbox, finish_async
 from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec, check_arguments, check_names, tools_for
@@ -164,7 +171,7 @@ def register_explorer_tools(
             asked = arguments.get("database")
             try:
                 name, text, data = await explore(tool, arguments)
-            except ToolError as error:
+            except (ToolError, ServerBusyError) as error:
                 name = asked if isinstance(asked, str) else ""
                 return explore_result(name, render.error_text(error), error_data(error), ok=False)
             return explore_result(name, text, data, ok=True)

@@ -1,0 +1,162 @@
+"""The SQL workers are shared fairly: jobs in line are served in turn by client, a job that
+no worker takes within its time limit is refused without being run, and a job whose caller
+gave up runs to its end on the worker it has rather than costing a process start. Through an
+episode, the refusal spends no step and the call given up spends one."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from adversarial import CONCERT
+from process_memory import process_tree
+
+from env_core.errors import QueryTimeoutError, ServerBusyError
+from env_core.executor import ExecutorLimits
+from env_core.sandbox import Job, Sandbox, finish_async
+from env_core.sessions import SessionConfig, SessionManager
+
+# ~0.15 s in a worker; ~0.35 s.
+SLOW = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 400000) "
+    "SELECT count(*) FROM c"
+)
+SLOWER = SLOW.replace("400000", "1000000")
+FOREVER = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
+# One row of 2,000 instr() calls on 20 KB values: the progress handler cannot stop it, so it
+# holds its worker until the worker is killed, its time limit and grace after it started.
+STUCK = "WITH s(a, b) AS (SELECT hex(zeroblob(9999)), hex(zeroblob(2500)) || '1') SELECT " + (
+    ", ".join(["instr(a, b)"] * 2_000) + " FROM s"
+)
+STUCK_LIMITS = ExecutorLimits(timeout_s=0.3, max_sql_chars=30_000)
+LIMITS = ExecutorLimits()
+
+
+@pytest.fixture
+def concert(spider_dir) -> Path:
+    return spider_dir / "database" / CONCERT / f"{CONCERT}.sqlite"
+
+
+@pytest.fixture
+def one_worker(concert):
+    """A sandbox of one worker, started."""
+    pool = Sandbox(workers=1)
+    pool.run(query(concert, "SELECT 1"))
+    yield pool
+    pool.close()
+
+
+def query(path: Path, sql: str, client: str | None = None, limits: ExecutorLimits = LIMITS) -> Job:
+    return Job(str(path), True, limits, "query", sql, 20, client)
+
+
+def in_thread(target, *args) -> threading.Thread:
+    thread = threading.Thread(target=target, args=args)
+    thread.start()
+    return thread
+
+
+def test_jobs_in_line_are_served_in_turn_by_client(concert, one_worker):
+    finished: list[str] = []
+
+    def run(name: str, client: str, sql: str = SLOW) -> None:
+        one_worker.run(query(concert, sql, client))
+        finished.append(name)
+
+    threads = [in_thread(run, "a0", "a", SLOWER)]
+    time.sleep(0.05)  # a0 holds the worker; the rest line up in this order
+    for name in ("a1", "a2", "a3", "a4"):
+        threads.append(in_thread(run, name, "a"))
+        time.sleep(0.01)
+    threads.append(in_thread(run, "b", "b"))
+    for thread in threads:
+        thread.join()
+    # In order of arrival b would be last; in turn it comes after one more of a's jobs.
+    assert finished == ["a0", "a1", "b", "a2", "a3", "a4"]
+
+
+def hold_until_killed(pool: Sandbox, job: Job) -> None:
+    with pytest.raises(QueryTimeoutError):
+        pool.run(job)
+
+
+def test_a_job_no_worker_takes_within_its_time_limit_is_refused(concert, one_worker):
+    holder = in_thread(hold_until_killed, one_worker, query(concert, STUCK, "a", STUCK_LIMITS))
+    time.sleep(0.05)
+    waiting = query(concert, "SELECT count(*) FROM singer", "b", ExecutorLimits(timeout_s=0.1))
+    started = time.monotonic()
+    with pytest.raises(ServerBusyError, match=r"no SQL worker was free within 0\.1 s"):
+        one_worker.run(waiting)
+    assert time.monotonic() - started < 0.5  # not held until the worker came free
+    with pytest.raises(ServerBusyError):
+        asyncio.run(one_worker.run_async(waiting))
+    holder.join()
+    assert one_worker.run(waiting)[1] == ((6,),)
+    assert one_worker.killed == 1
+
+
+def test_a_job_given_up_runs_to_its_end_on_its_worker(concert, one_worker):
+    workers = set(process_tree(os.getpid()))
+
+    async def give_up_then_query():
+        call = asyncio.ensure_future(one_worker.run_async(query(concert, SLOW)))
+        await asyncio.sleep(0.05)
+        call.cancel()
+        return await one_worker.run_async(query(concert, "SELECT count(*) FROM singer"))
+
+    assert asyncio.run(give_up_then_query())[1] == ((6,),)
+    assert one_worker.killed == 0
+    assert set(process_tree(os.getpid())) == workers  # no worker was replaced
+
+
+@pytest.fixture
+def manager(spider_catalog):
+    config = SessionConfig(
+        split="dev_without_wta_1", max_steps=5, sql_workers=1, limits=STUCK_LIMITS
+    )
+    sessions = SessionManager(spider_catalog, config)
+    yield sessions
+    sessions.shutdown()
+
+
+def concert_episode(manager: SessionManager):
+    return manager.create(db_id=CONCERT)
+
+
+def test_a_call_given_up_while_it_runs_spends_a_step(manager):
+    episode = concert_episode(manager)
+
+    async def give_up():
+        call = asyncio.ensure_future(
+            finish_async(manager.work(episode.episode_id, "query", {"sql": FOREVER}))
+        )
+        await asyncio.sleep(0.1)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    asyncio.run(give_up())
+    assert episode.steps_used == 1
+    spent = episode.history[0].result
+    assert (spent.ok, spent.data["error"]) == (False, "call_cancelled")
+    assert spent.reward < 0
+    after = manager.step(episode.episode_id, "describe", {"table": "singer"})
+    assert after.text.endswith("[3 steps left]")
+
+
+def test_a_call_no_worker_takes_in_time_spends_no_step(manager):
+    holder = concert_episode(manager)
+    waiting = concert_episode(manager)
+    manager.step(holder.episode_id, "query", {"sql": "SELECT 1"})  # the worker is up
+    held = in_thread(manager.step, holder.episode_id, "query", {"sql": STUCK})
+    time.sleep(0.05)
+    refused = manager.step(waiting.episode_id, "query", {"sql": "SELECT 1"})
+    held.join()
+    assert (refused.ok, refused.done, refused.data["error"]) == (False, False, "server_busy")
+    assert refused.text.startswith("Error: the server is busy")
+    assert waiting.steps_used == 0
+    assert manager.step(waiting.episode_id, "query", {"sql": "SELECT 1"}).ok
