@@ -111,6 +111,13 @@ def test_an_unknown_tool_is_refused_without_spending_a_step(manager):
     assert refused.refused and not refused.done and episode.steps_used == 0
 
 
+def test_a_refused_call_names_a_long_tool_short(manager):
+    episode = manager.create(seed=1)
+    refused = manager.step(episode.episode_id, "x" * 500_000)
+    assert refused.tool == "x" * 64 + "..."
+    assert len(refused.data["message"]) < 200
+
+
 def test_idle_episodes_are_reaped_after_the_ttl(spider_catalog):
     clock = FakeClock()
     sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, idle_ttl_s=60), clock=clock)
