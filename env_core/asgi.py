@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -35,9 +36,20 @@ def query_parameter(scope: Scope, name: str) -> str | None:
 
 
 def client_of(scope: Scope) -> str:
-    """The remote address (behind a trusted proxy, the one it forwarded)."""
+    """The remote address (behind a trusted proxy, the one it forwarded). An IPv6 client is
+    its /64 network: one host is commonly given all of one, so a single address is no client."""
     client = scope.get("client")
-    return client[0] if client else "unknown"
+    if not client:
+        return "unknown"
+    try:
+        address = ipaddress.ip_address(client[0])
+    except ValueError:  # a Unix socket's path, or a proxy's name for its client
+        return client[0]
+    if address.version == 4:
+        return client[0]
+    if address.ipv4_mapped is not None:
+        return str(address.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{address}/64", strict=False))
 
 
 async def respond_json(

@@ -99,6 +99,17 @@ def test_one_client_holds_a_few_mcp_connections_and_others_still_connect(mcp_ser
     assert RawConnection(mcp_server.url, other_client("10.0.0.2")).opened.status_code == 200
 
 
+def test_an_ipv6_client_is_its_64_network(mcp_server):
+    # One host is commonly given a whole /64: each of its addresses is not another client.
+    held = [
+        RawConnection(mcp_server.url, other_client(f"2001:db8:0:7::{host:x}"))
+        for host in range(1, CAP + 2)
+    ]
+    assert [connection.opened.status_code for connection in held] == [200] * CAP + [429]
+    beside = RawConnection(mcp_server.url, other_client("2001:db8:0:8::1"))
+    assert beside.opened.status_code == 200
+
+
 def test_idle_mcp_connections_without_an_episode_end_and_free_their_place(mcp_server):
     playing, *idle = [RawConnection(mcp_server.url) for _ in range(CAP)]
     assert playing.call("start_episode", {"seed": 1}).status_code == 200
