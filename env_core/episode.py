@@ -244,9 +244,10 @@ class Episode:
             return render.schema_text(schema), render.schema_data(schema), schema.name
         if tool == "sample":
             schema = self.executor.describe(arguments["table"])
-            result = yield from self.executor.sample_work(schema, arguments.get("n", 5))
+            n = arguments.get("n", 5)
+            result = yield from self.executor.sample_work(schema, n, client=self.client)
             return render.rows_text(result), render.rows_data(result), schema.name
-        result = yield from self.executor.query_work(arguments["sql"])
+        result = yield from self.executor.query_work(arguments["sql"], client=self.client)
         return render.rows_text(result), render.rows_data(result), None
 
     def _finish_step(

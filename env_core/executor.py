@@ -18,7 +18,9 @@ Functions that cannot be interrupted are replaced on every connection, so a sche
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import string
 import threading
 import time
 from dataclasses import dataclass
@@ -91,11 +93,15 @@ class TableSchema:
     name: str
     columns: tuple[Column, ...]
     foreign_keys: tuple[ForeignKey, ...]
-    row_count: int | None  # None for a view: counting its rows would run its query
+    # None for a view or a virtual table (counting would run the file's SQL or module code),
+    # and for a table too large to count within the query timeout.
+    row_count: int | None
     # Reading it evaluates expressions: a view, a virtual table, or generated columns.
     computed: bool = False
-    # A view's definition (its columns are known once it is read, in the sandbox).
+    # The definition of a view or virtual table (its columns are known once it is read, in
+    # the sandbox).
     definition: str | None = None
+    kind: str = "table"  # "table", "view" or "virtual table"
 
 
 _ALLOWED_ACTIONS = frozenset(
@@ -124,6 +130,15 @@ _PROGRESS_OPCODES = 200
 
 def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+_ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def _ascii_folded(text: str) -> str:
+    """The text as SQLite compares names and keywords: ASCII letters in lower case, every
+    other character as it is (so "STRASSE" and "straße" stay two names)."""
+    return text.translate(_ASCII_LOWER)
 
 
 def open_read_only(path: Path, *, immutable: bool) -> sqlite3.Connection:
@@ -216,8 +231,11 @@ class ReadOnlyExecutor:
         return self._known if self._known is not None else self._read_schema()
 
     def _read_schema(self) -> dict[str, TableSchema]:
-        self._known = SCHEMAS.get(self.path, immutable=self.immutable)
-        self._table_names = {name.casefold(): name for name in self._known}
+        self._known = SCHEMAS.get(
+            self.path, immutable=self.immutable, timeout_s=self.limits.timeout_s
+        )
+        # SQLite refuses two names that differ only in ASCII case, so these never collide.
+        self._table_names = {_ascii_folded(name): name for name in self._known}
         return self._known
 
     @property
@@ -239,15 +257,20 @@ class ReadOnlyExecutor:
                 self._connection.close()
 
     def resolve_table(self, name: str) -> str:
-        """The table's real name, matched case-insensitively against `sqlite_master`."""
+        """The table's real name from `sqlite_master`: the name itself, else the table SQLite
+        would read for it (ignoring ASCII case), else the same for the name without the quotes,
+        brackets or spaces around it."""
         if not isinstance(name, str) or not name.strip():
             raise InvalidArgumentError("table must be a non-empty table name")
         check_text("table", name)
         self._follow_changes()
         schema = self._schema
-        table = self._table_names.get(name.strip().strip('"`[]').casefold())
-        if table is not None:
-            return table
+        for candidate in (name, name.strip().strip('"`[]')):
+            if candidate in schema:
+                return candidate
+            table = self._table_names.get(_ascii_folded(candidate))
+            if table is not None:
+                return table
         shown = name if len(name) <= 80 else name[:80] + "..."
         tables = ", ".join(map(visible, schema))
         raise UnknownTableError(f"no such table: {visible(shown)}; tables are: {tables}")
@@ -262,21 +285,25 @@ class ReadOnlyExecutor:
     def query(self, sql: str, max_rows: int | None = None) -> QueryResult:
         return finish(self.query_work(sql, max_rows))
 
-    def sample_work(self, schema: TableSchema, n: int = 5) -> Work[QueryResult]:
+    def sample_work(
+        self, schema: TableSchema, n: int = 5, *, client: str | None = None
+    ) -> Work[QueryResult]:
         """Sample a table (as `describe` returned it) as a call (see `env_core.sandbox`): in
         process on a plain table, whose rows are bounded by its width; in the sandbox when
-        reading it computes expressions."""
+        reading it computes expressions. `client`: whom the sandbox serves it for."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidArgumentError("n must be a whole number of rows, at least 1")
         n = min(n, self.limits.max_sample_rows)
         if self.sandbox is not None and (
             schema.computed or len(schema.columns) > INLINE_SAMPLE_COLUMNS
         ):
-            return QueryResult(*(yield self._job("sample", schema.name, n)))
+            return QueryResult(*(yield self._job("sample", schema.name, n, client)))
         return self._run(f"SELECT * FROM {quote_identifier(schema.name)} LIMIT {n}", n)
 
-    def query_work(self, sql: str, max_rows: int | None = None) -> Work[QueryResult]:
-        """Run agent SQL as a call: in the sandbox when there is one."""
+    def query_work(
+        self, sql: str, max_rows: int | None = None, *, client: str | None = None
+    ) -> Work[QueryResult]:
+        """Run agent SQL as a call: in the sandbox when there is one (for `client`)."""
         if not isinstance(sql, str) or not sql.strip():
             raise InvalidArgumentError("sql must be a non-empty SELECT statement")
         check_text("sql", sql)
@@ -290,11 +317,13 @@ class ReadOnlyExecutor:
             raise InvalidArgumentError("max_rows must be a whole number, at least 1")
         limit = max_rows or self.limits.max_rows
         if self.sandbox is not None:
-            return QueryResult(*(yield self._job("query", sql, limit)))
+            return QueryResult(*(yield self._job("query", sql, limit, client)))
         return self._run(sql, limit)
 
-    def _job(self, kind: str, argument: str, max_rows: int) -> tuple[Sandbox, Job]:
-        job = Job(str(self.path), self.immutable, self.limits, kind, argument, max_rows)
+    def _job(
+        self, kind: str, argument: str, max_rows: int, client: str | None
+    ) -> tuple[Sandbox, Job]:
+        job = Job(str(self.path), self.immutable, self.limits, kind, argument, max_rows, client)
         return self.sandbox, job
 
     def _follow_changes(self) -> None:
@@ -470,43 +499,48 @@ def _decode_with_replacement(raw: bytes) -> str:
 class SchemaCache:
     """Table schemas per database file, read once with a private connection and shared.
 
-    Keyed by path, size and modification time, so a file that changes is read again.
+    Only the newest schema of each file is kept: a file that changes (size or modification
+    time) is read again, and its previous schema is let go.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._schemas: dict[tuple[str, int, int], dict[str, TableSchema]] = {}
+        self._schemas: dict[str, tuple[tuple[int, int], dict[str, TableSchema]]] = {}
 
-    def get(self, path: Path, *, immutable: bool) -> dict[str, TableSchema]:
+    def get(self, path: Path, *, immutable: bool, timeout_s: float) -> dict[str, TableSchema]:
         try:
-            key = (str(path.resolve()), *file_state(path))
+            resolved, state = str(path.resolve()), file_state(path)
         except OSError as error:
             raise DataError(f"database file not found: {path}") from error
         with self._lock:
-            if key not in self._schemas:
-                self._schemas[key] = read_schema(path, immutable=immutable)
-            return self._schemas[key]
+            cached = self._schemas.get(resolved)
+            if cached is None or cached[0] != state:
+                cached = state, read_schema(path, immutable=immutable, timeout_s=timeout_s)
+                self._schemas[resolved] = cached
+            return cached[1]
 
 
 SCHEMAS = SchemaCache()
 
-# Hidden columns of virtual tables (1) are not read by SELECT *; generated ones (2, 3) are.
+# Hidden columns (1: built with SQLITE_ENABLE_HIDDEN_COLUMNS) are not read by SELECT *;
+# generated ones (2, 3) are.
 _SHOWN_COLUMNS = (0, 2, 3)
 _VIRTUAL_GENERATED = 2
 
 
-def read_schema(path: Path, *, immutable: bool) -> dict[str, TableSchema]:
+def read_schema(path: Path, *, immutable: bool, timeout_s: float) -> dict[str, TableSchema]:
+    """Every table and view, without compiling or running any SQL from the file's schema:
+    only a plain table is read (its columns, keys and row count); the rest is described by
+    its definition, and only the sandbox reads it."""
     connection = open_read_only(path, immutable=immutable)
     try:
-        tables = connection.execute(
-            "SELECT name, type, sql FROM sqlite_master WHERE type IN ('table', 'view') "
+        entries = connection.execute(
+            "SELECT name, type, rootpage, sql FROM sqlite_master WHERE type IN ('table', 'view') "
             "AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY name"
         ).fetchall()
         return {
-            name: _view(name, sql)
-            if kind == "view"
-            else _read_table(connection, name, virtual=(sql or "").upper().startswith("CREATE V"))
-            for name, kind, sql in tables
+            name: _entry_schema(connection, name, entry_type, rootpage, sql, timeout_s)
+            for name, entry_type, rootpage, sql in entries
         }
     except sqlite3.DatabaseError as error:
         raise DataError(f"cannot read the schema of {path}: {error}") from error
@@ -514,13 +548,53 @@ def read_schema(path: Path, *, immutable: bool) -> dict[str, TableSchema]:
         connection.close()
 
 
-def _view(name: str, sql: str | None) -> TableSchema:
-    """A view, read without compiling it: a view's query is the user's SQL, which only the
-    sandbox may prepare."""
-    return TableSchema(name, (), (), None, computed=True, definition=sql or "")
+# What SQLite's tokenizer skips before a token: whitespace and comments (an unclosed /* runs
+# to the end), and what it reads as one word: identifier characters, every non-ASCII one
+# included.
+_GAP = re.compile(r"(?:[ \t\n\f\r]|--[^\n]*|/\*.*?(?:\*/|\Z))*", re.DOTALL)
+_WORD = re.compile(r"[\w$\x80-\U0010ffff]*")
+_KINDS = {
+    ("create", "table"): "table",
+    ("create", "view"): "view",
+    ("create", "virtual"): "virtual table",
+}
 
 
-def _read_table(connection: sqlite3.Connection, name: str, *, virtual: bool) -> TableSchema:
+def _entry_schema(
+    connection: sqlite3.Connection,
+    name: str,
+    entry_type: str,
+    rootpage: Any,
+    sql: str | None,
+    timeout_s: float,
+) -> TableSchema:
+    """Read only what positively is a table stored in the file. Reading a view runs its SQL,
+    and reading a virtual table runs its module, which may read a view (fts5's `content=`):
+    both are described by their definition and read in the sandbox only."""
+    # SQLite creates what the SQL says, having checked it against the entry's type and name.
+    kind = _KINDS.get(_first_words(sql or "", 2), entry_type)
+    stored = entry_type == "table" and type(rootpage) is int and rootpage > 0
+    if kind == "table" and stored:
+        return _read_table(connection, name, timeout_s)
+    return TableSchema(name, (), (), None, computed=True, definition=sql or "", kind=kind)
+
+
+def _first_words(sql: str, count: int) -> tuple[str, ...]:
+    """The statement's first words in ASCII lower case, read the way SQLite's tokenizer
+    reads them."""
+    words: list[str] = []
+    position = 0
+    while len(words) < count:
+        position = _GAP.match(sql, position).end()
+        word = _WORD.match(sql, position).group()
+        if not word:
+            break
+        words.append(_ascii_folded(word))
+        position += len(word)
+    return tuple(words)
+
+
+def _read_table(connection: sqlite3.Connection, name: str, timeout_s: float) -> TableSchema:
     quoted = quote_identifier(name)
     listed = connection.execute(f"PRAGMA table_xinfo({quoted})").fetchall()
     columns = tuple(
@@ -532,6 +606,22 @@ def _read_table(connection: sqlite3.Connection, name: str, *, virtual: bool) -> 
         ForeignKey(column=row[3], ref_table=row[2], ref_column=row[4])
         for row in connection.execute(f"PRAGMA foreign_key_list({quoted})")
     )
-    (row_count,) = connection.execute(f"SELECT count(*) FROM {quoted}").fetchone()
-    computed = virtual or any(row[6] == _VIRTUAL_GENERATED for row in listed)
+    row_count = _count_rows(connection, quoted, timeout_s)
+    computed = any(row[6] == _VIRTUAL_GENERATED for row in listed)
     return TableSchema(name, columns, foreign_keys, row_count, computed)
+
+
+def _count_rows(connection: sqlite3.Connection, quoted: str, timeout_s: float) -> int | None:
+    """The table's row count, or None when counting takes longer than `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    connection.set_progress_handler(lambda: time.monotonic() > deadline, _PROGRESS_OPCODES)
+    try:
+        # Without a WHERE clause SQLite counts in one step (OP_Count) that walks the whole
+        # table and never calls the progress handler; with one it counts in a loop, which does.
+        return connection.execute(f"SELECT count(*) FROM {quoted} WHERE 1").fetchone()[0]
+    except sqlite3.OperationalError as error:
+        if str(error) != "interrupted":
+            raise
+        return None
+    finally:
+        connection.set_progress_handler(None, 0)

@@ -73,9 +73,10 @@ MAX_DEFINITION_CHARS = 2_000
 def schema_text(schema: TableSchema) -> str:
     if schema.definition is not None:
         definition = schema.definition[:MAX_DEFINITION_CHARS]
-        lines = [f"view {schema.name}: sample or query it to see its columns", "definition:"]
-        return _visible_lines([*lines, *(f"  {line}" for line in definition.splitlines())])
-    lines = [f"table {schema.name}: {schema.row_count} rows", "columns:"]
+        title = f"{schema.kind} {schema.name}: {_how_to_read(schema.kind)}"
+        lines = [title, "definition:", *(f"  {line}" for line in definition.splitlines())]
+        return _visible_lines(lines)
+    lines = [f"table {schema.name}: {_row_count_text(schema.row_count)}", "columns:"]
     for column in schema.columns:
         flags = [column.type or "untyped"]
         if column.primary_key:
@@ -90,6 +91,17 @@ def schema_text(schema: TableSchema) -> str:
             for fk in schema.foreign_keys
         )
     return _visible_lines(lines)
+
+
+def _how_to_read(kind: str) -> str:
+    # Connecting a virtual table asks to write sqlite_master, which the executor refuses.
+    if kind == "virtual table":
+        return "virtual tables cannot be sampled or queried here"
+    return "sample or query it to see its columns"
+
+
+def _row_count_text(row_count: int | None) -> str:
+    return "too many rows to count in time" if row_count is None else f"{row_count} rows"
 
 
 def start_text(question: str, db_id: str, tables: Sequence[str], budget: int) -> str:

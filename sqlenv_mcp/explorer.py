@@ -24,7 +24,7 @@ from env_core.errors import (
     error_data,
     shown,
 )
-from env_core.executor import ExecutorLimits, ReadOnlyExecutor
+from env_core.executor import ExecutorLimits, ReadOnlyExecutor, TableSchema
 from env_core.sandbox import Sandbox, finish_async
 from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec, check_arguments, check_names, tools_for
 from sqlenv_mcp.agent_tools import AgentToolServer, Handler, take
@@ -90,17 +90,17 @@ class UserDatabases:
                 )
             return name, self._executors[name]
 
-    def tables(self, database: str | None = None) -> dict[str, dict[str, int | None]]:
-        """Each database (or the one named) with its tables' row counts (None for a view)."""
+    def schemas(self, database: str | None = None) -> dict[str, dict[str, TableSchema]]:
+        """Each database (or the one named) with its tables' schemas."""
         names = [self.executor(database)[0]] if database is not None else list(self.paths)
-        counts = {}
+        schemas = {}
         for name in names:
             _, executor = self.executor(name)
-            counts[name] = {table: executor.describe(table).row_count for table in executor.tables}
-        return counts
+            schemas[name] = {table: executor.describe(table) for table in executor.tables}
+        return schemas
 
     def listing(self) -> str:
-        return listing_text(self.tables())
+        return listing_text(self.schemas())
 
     def close(self) -> None:
         with self._lock:
@@ -128,16 +128,24 @@ DATABASE = Annotated[
 ]
 
 
-def listing_text(tables: dict[str, dict[str, int | None]]) -> str:
+def listing_text(schemas: dict[str, dict[str, TableSchema]]) -> str:
     """Databases with their tables and sizes, one database a line."""
     return "\n".join(
-        f"{name}: {', '.join(f'{t} ({_size(n)})' for t, n in counts.items()) or 'no tables'}"
-        for name, counts in tables.items()
+        f"{name}: {', '.join(f'{t} ({_size(s)})' for t, s in tables.items()) or 'no tables'}"
+        for name, tables in schemas.items()
     )
 
 
-def _size(row_count: int | None) -> str:
-    return "view" if row_count is None else f"{row_count} rows"
+def row_counts(schemas: dict[str, dict[str, TableSchema]]) -> dict[str, dict[str, int | None]]:
+    """Each table's row count (None where it was not counted: a view, a virtual table, or a
+    table too large to count in time)."""
+    return {name: {t: s.row_count for t, s in tables.items()} for name, tables in schemas.items()}
+
+
+def _size(schema: TableSchema) -> str:
+    if schema.kind != "table":
+        return schema.kind
+    return "rows not counted" if schema.row_count is None else f"{schema.row_count} rows"
 
 
 def register_explorer_tools(
@@ -151,8 +159,9 @@ def register_explorer_tools(
         database = take(arguments, "database", str)
         if tool == "list_tables":
             check_names(tool, arguments, ())
-            tables = databases.tables(database)
-            return database or "", render.visible(listing_text(tables)), {"databases": tables}
+            schemas = databases.schemas(database)
+            text = render.visible(listing_text(schemas))
+            return database or "", text, {"databases": row_counts(schemas)}
         check_arguments(specs[tool], arguments)
         name, executor = databases.executor(database)
         if tool == "describe":

@@ -6,14 +6,12 @@ episode, the refusal spends no step and the call given up spends one."""
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from adversarial import CONCERT
-from process_memory import process_tree
 
 from env_core.errors import QueryTimeoutError, ServerBusyError
 from env_core.executor import ExecutorLimits
@@ -99,8 +97,12 @@ def test_a_job_no_worker_takes_within_its_time_limit_is_refused(concert, one_wor
     assert one_worker.killed == 1
 
 
+def worker_pids(pool: Sandbox) -> list[int]:
+    return [worker.process.pid for worker in pool._idle]
+
+
 def test_a_job_given_up_runs_to_its_end_on_its_worker(concert, one_worker):
-    workers = set(process_tree(os.getpid()))
+    workers = worker_pids(one_worker)
 
     async def give_up_then_query():
         call = asyncio.ensure_future(one_worker.run_async(query(concert, SLOW)))
@@ -110,7 +112,7 @@ def test_a_job_given_up_runs_to_its_end_on_its_worker(concert, one_worker):
 
     assert asyncio.run(give_up_then_query())[1] == ((6,),)
     assert one_worker.killed == 0
-    assert set(process_tree(os.getpid())) == workers  # no worker was replaced
+    assert worker_pids(one_worker) == workers  # the same process, not a replacement
 
 
 @pytest.fixture
@@ -160,3 +162,28 @@ def test_a_call_no_worker_takes_in_time_spends_no_step(manager):
     assert refused.text.startswith("Error: the server is busy")
     assert waiting.steps_used == 0
     assert manager.step(waiting.episode_id, "query", {"sql": "SELECT 1"}).ok
+
+
+def test_a_clients_episodes_hold_up_another_clients_by_one_call_each(spider_catalog):
+    config = SessionConfig(split="dev_without_wta_1", sql_workers=1)
+    manager = SessionManager(spider_catalog, config)
+    finished: list[str] = []
+
+    def run(name: str, client: str, sql: str = SLOW) -> None:
+        episode = manager.create(db_id=CONCERT, client=client)
+        assert manager.step(episode.episode_id, "query", {"sql": sql}).ok
+        finished.append(name)
+
+    try:
+        run("start", "a", "SELECT 1")  # the worker is up
+        threads = [in_thread(run, "a0", "a", SLOWER)]
+        time.sleep(0.05)
+        for name in ("a1", "a2", "a3"):
+            threads.append(in_thread(run, name, "a"))
+            time.sleep(0.01)
+        threads.append(in_thread(run, "b", "b"))
+        for thread in threads:
+            thread.join()
+    finally:
+        manager.shutdown()
+    assert finished == ["start", "a0", "a1", "b", "a2", "a3"]
