@@ -182,6 +182,7 @@ def ours(args: argparse.Namespace, sessions: int, max_steps: int = 15) -> list[s
         *("--split", args.split, "--max-episodes", str(sessions)),
         # One client (this one) runs every session.
         *("--max-connections-per-client", str(sessions)),
+        *("--max-episodes-per-client", str(sessions)),
         *("--max-steps", str(max_steps)),
     ]
 

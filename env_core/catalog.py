@@ -250,7 +250,7 @@ def _write_cache(cache_file: Path, payload: dict) -> None:
 def _read_records(source: Path) -> list[dict]:
     try:
         records = json.loads(source.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
         raise DataError(f"cannot read question file {source}: {error}") from error
     if not isinstance(records, list):
         raise DataError(f"{source} must hold a JSON list of question records")

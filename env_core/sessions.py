@@ -25,7 +25,7 @@ from env_core.errors import (
     shown,
 )
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
-from env_core.rewards import RewardConfig
+from env_core.rewards import PROFILES, RewardConfig
 from env_core.sandbox import Sandbox, Work, finish
 from env_core.settings import Settings
 from env_core.tools import ToolSpec, tools_for
@@ -108,13 +108,17 @@ class SessionManager:
         self._executors: dict[Path, ReadOnlyExecutor] = {}
 
     def served(self) -> dict[str, Any]:
-        """What the manager serves, for a client to check it evaluates the same questions: the
-        split, its question count and fingerprint (`Split.fingerprint`)."""
+        """What the manager serves, for a client to check it evaluates the same episodes: the
+        split, its question count and fingerprint (`Split.fingerprint`), the step budget and
+        the reward profile ("custom" for rewards that are none of the named profiles)."""
         split = self.catalog.splits[self.config.split]
+        profiles = (name for name, rewards in PROFILES.items() if rewards == self.config.rewards)
         return {
             "split": split.name,
             "questions": len(split.questions),
             "fingerprint": split.fingerprint,
+            "max_steps": self.config.max_steps,
+            "reward_profile": next(profiles, "custom"),
         }
 
     @property

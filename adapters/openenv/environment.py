@@ -22,6 +22,7 @@ from openenv.core.env_server.mcp_types import (
 )
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation
 
+from adapters.openenv.guard import CONNECTION_CLIENT
 from adapters.openenv.models import (
     EpisodeObservation,
     SQLState,
@@ -31,7 +32,7 @@ from adapters.openenv.models import (
 from adapters.openenv.web import observation_html
 from env_core import contract
 from env_core.episode import Episode, ToolResult, refusal
-from env_core.errors import SQLEnvError, UnknownEpisodeError, error_data
+from env_core.errors import SQLEnvError, UnknownEpisodeError, error_data, shown
 from env_core.sandbox import Work, finish, finish_async
 from env_core.sessions import SessionManager
 
@@ -63,19 +64,24 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
         split: str | None = None,
         **unknown: Any,
     ) -> EpisodeObservation:
-        """Start an episode; the question is chosen exactly as `SessionManager.create` does."""
+        """Start an episode; the question is chosen exactly as `SessionManager.create` does.
+        Options that name no question are an error and leave the running episode as it is;
+        the episode is held for the connection's client (see `guard.CONNECTION_CLIENT`)."""
         if self._closed:
             return _reset_error("session_closed", CLOSED_MESSAGE)
         if unknown:
             return _reset_error(
                 "invalid_argument",
-                f"reset does not take {', '.join(sorted(unknown))}; "
+                f"reset does not take {shown(', '.join(sorted(unknown)))}; "
                 f"it takes: {', '.join(RESET_OPTIONS)}",
             )
-        self._end_episode()
         try:
+            question = self._manager.choose_question(
+                seed=seed, question_id=question_id, db_id=db_id, split=split
+            )
+            self._end_episode()  # first, so that its slot is free for the new one
             self._episode = self._manager.create(
-                seed=seed, question_id=question_id, db_id=db_id, split=split, episode_id=episode_id
+                question_id=question.id, episode_id=episode_id, client=CONNECTION_CLIENT.get()
             )
         except SQLEnvError as error:
             return _reset_error(**error_data(error))

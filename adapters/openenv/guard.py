@@ -6,8 +6,12 @@
 - A session created over HTTP holds no capacity for long unless a WebSocket attaches to it
   (`/ws?session_id=...`): once idle for `idle_unattached_s` it is closed with the request a
   client sends to close it (`openenv/session/close`).
-- A WebSocket frame that cannot be a message (binary, or JSON that is not an object) gets an
-  error frame and the session goes on; OpenEnv would end the session.
+- A WebSocket frame that cannot be a message (binary, JSON that is not an object, or nested
+  deeper than MAX_NESTING) gets an error frame and the session goes on; OpenEnv would end the
+  session.
+- Errors repeat at most an excerpt of the input (`echoes`): a JSON-RPC request whose id is too
+  long to send back is refused, and OpenEnv's error frames and JSON-RPC errors are cut short.
+- `CONNECTION_CLIENT` tells the environment the client of the connection it serves.
 """
 
 from __future__ import annotations
@@ -17,12 +21,33 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
+from adapters.openenv.echoes import briefing_frames, briefing_json_rpc
 from env_core import asgi
 from env_core.asgi import App, Message, Receive, Scope, Send
 
 GUARDED_SOCKETS = ("/ws", "/mcp")
+# Our messages nest a few levels deep. json.loads gives up (RecursionError) near 1,000 levels,
+# at a depth that depends on the stack it runs on, so a frame the guard could read might still
+# end the session when OpenEnv reads it: the guard refuses frames nested deeper than this.
+MAX_NESTING = 32
+MAX_ID_CHARS = 128
+NOT_A_MESSAGE = (
+    "a message must be a JSON object with a 'type' (reset, step, state, close or mcp), sent as a "
+    "text frame"
+)
+TOO_DEEP = f"a message may nest arrays and objects at most {MAX_NESTING} deep"
+TOO_DEEP_TO_READ = "the request nests arrays and objects too deep to be read"
+ID_TOO_LONG = f"a request id may be at most {MAX_ID_CHARS} characters long"
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+
+# The remote address of the connection a request or WebSocket came on (see `asgi.client_of`).
+# OpenEnv builds each session's environment with a factory that takes no arguments, and awaits
+# its `reset_async` in the connection's own task, where the guard has set this.
+CONNECTION_CLIENT: ContextVar[str | None] = ContextVar("connection_client", default=None)
 
 
 @dataclass
@@ -59,8 +84,10 @@ class RequestGuard:
             interval = max(self.idle_unattached_s / 4, 0.5)
             await self.app(scope, asgi.sweeping_while_running(receive, self.sweep, interval), send)
         elif scope["type"] == "websocket":
+            CONNECTION_CLIENT.set(asgi.client_of(scope))
             await self._socket(scope, receive, send)
         elif scope["type"] == "http":
+            CONNECTION_CLIENT.set(asgi.client_of(scope))
             await self._request(scope, receive, send)
         else:
             await self.app(scope, receive, send)
@@ -107,12 +134,19 @@ class RequestGuard:
                 return bytes(body)
 
     async def _json_rpc(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
+        send = briefing_json_rpc(send)
         try:
             request = json.loads(body)
+        except RecursionError:
+            await asgi.respond_json(send, 200, _rpc_error(None, PARSE_ERROR, TOO_DEEP_TO_READ))
+            return
         except ValueError:
             request = None
         if not isinstance(request, dict):
             await self.app(scope, receive, send)  # OpenEnv answers with its parse error
+            return
+        if _id_too_long(request):
+            await asgi.respond_json(send, 200, _rpc_error(None, INVALID_REQUEST, ID_TOO_LONG))
             return
         method, params = request.get("method"), request.get("params")
         session_id = params.get("session_id") if isinstance(params, dict) else None
@@ -129,8 +163,8 @@ class RequestGuard:
         client = asgi.client_of(scope)
         await self.sweep()
         if self.connections(client) >= self.per_client:
-            error = {"code": -32000, "message": self._over_limit_message()}
-            await asgi.respond_json(send, 200, {"jsonrpc": "2.0", "id": request_id, "error": error})
+            refusal = _rpc_error(request_id, -32000, self._over_limit_message())
+            await asgi.respond_json(send, 200, refusal)
             return
         chunks: list[bytes] = []
 
@@ -180,7 +214,8 @@ class RequestGuard:
             attached.attached = True
         try:
             if scope["path"] in GUARDED_SOCKETS:
-                receive = _checked_frames(receive, send)
+                receive = _checked_frames(receive, send, scope["path"])
+                send = briefing_frames(send)
             await self.app(scope, receive, send)
         finally:
             self._sockets[client] -= 1
@@ -197,24 +232,86 @@ class RequestGuard:
         )
 
 
-def _checked_frames(receive: Receive, send: Send) -> Receive:
-    """A socket's receive that answers frames that cannot be a message with an error frame."""
+def _checked_frames(receive: Receive, send: Send, path: str) -> Receive:
+    """A socket's receive that answers frames OpenEnv must not read with an error frame."""
 
     async def checked() -> Message:
         while True:
             message = await receive()
             if message["type"] != "websocket.receive":
                 return message
-            text = message.get("text")
-            if text is not None and text.lstrip()[:1] == "{":
+            refusal = _frame_refusal(message.get("text"), path)
+            if refusal is None:
                 return message
-            error = (
-                "a message must be a JSON object with a 'type' (reset, step, state, close or "
-                "mcp), sent as a text frame"
-            )
-            await send({"type": "websocket.send", "text": _error_frame(error, "INVALID_JSON")})
+            await send({"type": "websocket.send", "text": refusal})
 
     return checked
+
+
+def _frame_refusal(text: str | None, path: str) -> str | None:
+    """The frame that answers a frame which cannot be a message, or None to pass it on."""
+    if text is not None and _plainly_a_message(text):
+        return None
+    try:
+        message = json.loads(text) if text is not None else None
+    except RecursionError:
+        return _error_frame(TOO_DEEP, "INVALID_JSON")
+    except ValueError:
+        message = None
+    if not isinstance(message, dict):
+        return _error_frame(NOT_A_MESSAGE, "INVALID_JSON")
+    if _nested_deeper_than(message, text, MAX_NESTING):
+        return _error_frame(TOO_DEEP, "INVALID_JSON")
+    request = _json_rpc_request(message, path)
+    if isinstance(request, dict) and _id_too_long(request):
+        refusal = _rpc_error(None, INVALID_REQUEST, ID_TOO_LONG)
+        return json.dumps(refusal if request is message else {"type": "mcp", "data": refusal})
+    return None
+
+
+def _plainly_a_message(text: str) -> bool:
+    """The usual frame, told without reading it (OpenEnv reads it next): an object with too
+    few brackets to nest too deep and no id to check (nor an escape that could spell one)."""
+    return (
+        text.lstrip()[:1] == "{"
+        and text.count("[") + text.count("{") <= MAX_NESTING
+        and '"id"' not in text
+        and "\\u" not in text
+    )
+
+
+def _json_rpc_request(message: dict[str, Any], path: str) -> Any:
+    """The JSON-RPC request a message carries: on `/mcp` the message itself, on `/ws` the data
+    of an "mcp" message."""
+    if path == "/mcp":
+        return message
+    return message.get("data") if message.get("type") == "mcp" else None
+
+
+def _nested_deeper_than(value: Any, text: str, limit: int) -> bool:
+    """Whether arrays and objects nest deeper than `limit` in `value`, parsed from `text`."""
+    if text.count("[") + text.count("{") <= limit:
+        return False  # the usual frame: too few brackets to nest that deep
+    level = [value]
+    for _ in range(limit):
+        containers = [item for item in level if isinstance(item, list | dict)]
+        level = [
+            child
+            for container in containers
+            for child in (container.values() if isinstance(container, dict) else container)
+        ]
+    return any(isinstance(item, list | dict) for item in level)
+
+
+def _id_too_long(request: dict[str, Any]) -> bool:
+    """A JSON-RPC response repeats the request's id, so a long one is refused."""
+    request_id = request.get("id")
+    return isinstance(request_id, str) and len(request_id) > MAX_ID_CHARS
+
+
+def _rpc_error(request_id: object, code: int, message: str) -> dict[str, Any]:
+    error = {"code": code, "message": message}
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
 def _error_frame(message: str, code: str) -> str:

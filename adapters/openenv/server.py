@@ -5,7 +5,8 @@
 Settings come from the command line, else from their `SQLENV_*` variables (see
 `env_core.settings`; for containers); ENABLE_WEB_INTERFACE=true (OpenEnv's own switch, or
 `--web`) adds the `/web` page. Each WebSocket session holds one episode: `--max-episodes` is
-OpenEnv's session limit, and `--idle-ttl` its session timeout.
+OpenEnv's session limit, and `--idle-ttl` its session timeout; one client (remote address)
+holds at most `--max-episodes-per-client` episodes at once, and a reset beyond them is an error.
 """
 
 from __future__ import annotations
@@ -19,14 +20,16 @@ from dataclasses import asdict
 from typing import Any
 
 import uvicorn
-from fastapi import FastAPI, Request
-from fastapi.encoders import jsonable_encoder
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
 from openenv.core.env_server.types import ConcurrencyConfig
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from adapters.openenv.echoes import brief_detail, brief_errors
 from adapters.openenv.environment import SQLExploreEnvironment
 from adapters.openenv.guard import RequestGuard
 from adapters.openenv.models import EpisodeObservation, SQLState
@@ -34,7 +37,6 @@ from adapters.openenv.openapi import document_websocket
 from adapters.openenv.web import build_play_ui
 from env_core.asgi import listening_socket
 from env_core.command_line import CommandParser, run_main
-from env_core.errors import shown
 from env_core.factory import open_sessions
 from env_core.garbage_collection import tune_for_serving
 from env_core.parent_watch import stop_with_parent
@@ -83,7 +85,11 @@ def build_app(settings: Settings) -> FastAPI:
             )
             return JSONResponse({"detail": message}, status_code=404)
 
-    @app.get("/catalog", tags=["Environment Info"], summary="The split served and its fingerprint")
+    @app.get(
+        "/catalog",
+        tags=["Environment Info"],
+        summary="The split served, its fingerprint, and the episodes' step budget and rewards",
+    )
     def catalog() -> dict[str, Any]:
         return manager.served()
 
@@ -94,8 +100,13 @@ def build_app(settings: Settings) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def validation_error(_request: Request, error: RequestValidationError) -> JSONResponse:
         # FastAPI's own answer echoes every invalid value whole.
-        errors = [{**item, "input": shown(item.get("input"))} for item in error.errors()]
-        return JSONResponse({"detail": jsonable_encoder(errors)}, status_code=422)
+        return JSONResponse({"detail": brief_errors(error.errors())}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> Response:
+        # OpenEnv's POST /step answers an invalid action with pydantic's errors, values whole.
+        briefed = HTTPException(error.status_code, brief_detail(error.detail), error.headers)
+        return await http_exception_handler(request, briefed)
 
     app.add_middleware(
         RequestGuard,

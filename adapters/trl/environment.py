@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import queue
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -46,6 +49,7 @@ class SQLEnvTRL:
                 "with environment_factory(manager)"
             )
         self._episode: Episode | None = None
+        self._ending: weakref.finalize | None = None
 
     @property
     def episode(self) -> Episode | None:
@@ -64,12 +68,17 @@ class SQLEnvTRL:
 
         TRL appends the returned text to the prompt's last message with no separator, so
         the prompts built by `training.datasets` end with a blank line. Other columns of the
-        row (`prompt`, ...) are ignored.
+        row (`prompt`, ...) are ignored. Options that name no question raise the engine's
+        error and leave the running episode as it is.
         """
-        self._end_episode()
-        self._episode = self._manager.create(
+        question = self._manager.choose_question(
             seed=seed, question_id=question_id, db_id=db_id, split=split
         )
+        self._end_episode()  # first, so that its slot is free for the new one
+        self._episode = self._manager.create(question_id=question.id)
+        # An instance dropped with its episode running ends it when garbage-collected.
+        dropped = (self._manager, self._episode.episode_id)
+        self._ending = weakref.finalize(self, _dropped_episodes().put, dropped)
         return self._episode.start.text
 
     def describe(self, table: str) -> str:
@@ -103,8 +112,25 @@ class SQLEnvTRL:
 
     def _end_episode(self) -> None:
         if self._episode is not None:
+            self._ending.detach()
             self._manager.close(self._episode.episode_id)
             self._episode = None
+
+
+@functools.cache
+def _dropped_episodes() -> queue.SimpleQueue[tuple[SessionManager, str]]:
+    """Where an instance that is garbage-collected with its episode running leaves it, for a
+    thread of its own (started here) to close. The collector may run that finalizer while the
+    collecting thread holds the manager's lock, so it only queues (a SimpleQueue takes none)."""
+    dropped: queue.SimpleQueue[tuple[SessionManager, str]] = queue.SimpleQueue()
+
+    def close_dropped() -> None:
+        while True:
+            manager, episode_id = dropped.get()
+            manager.close(episode_id)
+
+    threading.Thread(target=close_dropped, name="sqlenv-trl-dropped", daemon=True).start()
+    return dropped
 
 
 def _document(environment: type[SQLEnvTRL]) -> type[SQLEnvTRL]:

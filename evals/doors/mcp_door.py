@@ -25,7 +25,7 @@ from pydantic import AnyUrl
 
 from env_core.episode import EpisodeStart, ToolResult
 from env_core.errors import error_from
-from evals.doors.spec import DoorSpec, check_same_catalog
+from evals.doors.spec import DoorSpec, check_same_catalog, check_same_episodes
 from evals.local_server import LocalServer, check_reachable, free_port
 
 # Results still carry structuredContent; without output schemas the SDK client skips a
@@ -93,6 +93,7 @@ class MCPDoor:
             if spec.url is not None:
                 served = json.loads(self._connection.read(DATABASES)).get("catalog", {})
                 check_same_catalog(spec.url, served, self.catalog, spec.settings.split)
+                check_same_episodes(spec.url, served, spec.settings)
         except BaseException:
             self.close()
             raise

@@ -16,7 +16,7 @@ from openenv.core.env_server.mcp_types import CallToolAction
 from adapters.openenv.client import SQLEnvClient
 from env_core.episode import EpisodeStart, ToolResult
 from env_core.errors import error_from
-from evals.doors.spec import DoorSpec, check_same_catalog
+from evals.doors.spec import DoorSpec, check_same_catalog, check_same_episodes
 from evals.local_server import LocalServer, check_reachable, free_port
 
 
@@ -30,6 +30,7 @@ class OpenEnvDoor:
             check_reachable(url, "OpenEnv server", "/health")
             served = httpx.get(f"{url}/catalog", timeout=10).json()
             check_same_catalog(url, served, self.catalog, spec.settings.split)
+            check_same_episodes(url, served, spec.settings)
         else:
             port = free_port()
             command = [sys.executable, "-m", "adapters.openenv.server", "--port", str(port)]

@@ -59,6 +59,19 @@ def check_same_catalog(url: str, served: dict[str, Any], catalog: Catalog, split
         )
 
 
+def check_same_episodes(url: str, served: dict[str, Any], settings: Settings) -> None:
+    """Raise `DataError` unless the server at `url` runs episodes with this evaluation's step
+    budget and reward profile (the run records them as its own)."""
+    theirs = (served.get("max_steps"), served.get("reward_profile"))
+    ours = (settings.max_steps, settings.reward_profile)
+    if theirs != ours:
+        raise DataError(
+            f"the server at {url} runs episodes of {theirs[0]} steps with {theirs[1]!r} "
+            f"rewards, not the {ours[0]} steps with {ours[1]!r} rewards this evaluation "
+            "records; give it the server's --max-steps and --reward-profile"
+        )
+
+
 class Door(Protocol):
     """A way to the environment. `start` raises the engine's error (an `SQLEnvError`) when the
     episode cannot start; `step` returns the engine's result, a refusal included."""

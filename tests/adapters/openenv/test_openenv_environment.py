@@ -98,7 +98,7 @@ def test_reset_errors_are_observations(env, manager):
     unknown = env.reset(question_id="dev:99999")
     assert unknown.done and unknown.error["error"] == "unknown_question"
     assert unknown.text == f"Error: {unknown.error['message']}"
-    assert env.reset(level=3).error["message"].startswith("reset does not take level")
+    assert env.reset(level=3).error["message"].startswith("reset does not take 'level';")
 
     others = [SQLExploreEnvironment(manager) for _ in range(4)]
     for other in others:

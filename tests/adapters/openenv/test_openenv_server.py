@@ -236,10 +236,13 @@ def test_the_web_page_when_off_says_how_to_turn_it_on(spider_server):
     assert "start the server with --web" in reply.json()["detail"]
 
 
-def test_the_server_tells_the_catalog_it_serves(spider_server, spider_catalog):
+def test_the_server_tells_the_catalog_and_the_episodes_it_serves(start_server, spider_catalog):
     split = spider_catalog.splits[SPIDER_SPLIT]
-    assert httpx.get(f"{spider_server}/catalog").json() == {
-        "split": SPIDER_SPLIT,
-        "questions": len(split.questions),
-        "fingerprint": split.fingerprint,
-    }
+    with start_server(max_steps=9, reward_profile="sparse") as url:
+        assert httpx.get(f"{url}/catalog").json() == {
+            "split": SPIDER_SPLIT,
+            "questions": len(split.questions),
+            "fingerprint": split.fingerprint,
+            "max_steps": 9,
+            "reward_profile": "sparse",
+        }

@@ -1,0 +1,63 @@
+"""SQLEnvTRL's episodes: a reset naming no question leaves the running one, and an instance
+that is dropped and garbage-collected ends its own."""
+
+from __future__ import annotations
+
+import gc
+import time
+import weakref
+
+import pytest
+
+from adapters.trl import SQLEnvTRL
+from env_core.errors import SQLEnvError
+from env_core.sessions import SessionConfig, SessionManager
+
+SPIDER_DEV = "dev_without_wta_1"
+
+
+@pytest.fixture
+def small_manager(spider_catalog):
+    manager = SessionManager(spider_catalog, SessionConfig(split=SPIDER_DEV, max_episodes=8))
+    yield manager
+    manager.shutdown()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"question_id": f"{SPIDER_DEV}:99999"},
+        {"split": "no_such_split"},
+        {"db_id": "no_such_database"},
+        {"seed": -1},
+    ],
+)
+def test_a_reset_naming_no_question_raises_and_the_episode_goes_on(spider_manager, options):
+    environment = SQLEnvTRL(spider_manager)
+    environment.reset(question_id=f"{SPIDER_DEV}:0")
+    environment.describe("singer")
+    with pytest.raises(SQLEnvError):
+        environment.reset(**options)
+    assert environment.query("SELECT count(*) FROM singer").startswith("count(*)\n6")
+    assert environment.episode.question.id == f"{SPIDER_DEV}:0"
+    assert environment.episode.steps_used == 2
+
+
+def test_dropped_instances_end_their_episodes(small_manager):
+    for _round in range(3):  # 24 instances, through 8 episode slots
+        environments = [SQLEnvTRL(small_manager) for _ in range(8)]
+        for environment in environments:
+            environment.reset()
+        environments[0].itself = environments[0]  # one the cycle collector has to find
+        dropped = [weakref.ref(environment) for environment in environments]
+        del environments, environment
+        gc.collect()
+        assert [reference() for reference in dropped] == [None] * 8
+        wait_for_no_episodes(small_manager)
+
+
+def wait_for_no_episodes(manager: SessionManager) -> None:
+    deadline = time.monotonic() + 10
+    while manager.stats().active:
+        assert time.monotonic() < deadline, f"{manager.stats().active} episodes left open"
+        time.sleep(0.01)
