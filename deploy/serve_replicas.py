@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from env_core.command_line import run_main
 from env_core.settings import Settings, add_arguments
 from evals.local_server import LocalServer, free_port
 
@@ -232,4 +233,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main("serve_replicas", main))

@@ -118,8 +118,11 @@ def _read(size: int) -> bytes | None:
 def _send(reply: tuple) -> None:
     body = marshal.dumps(reply)
     data = HEADER.pack(len(body)) + body
-    while data:
-        data = data[os.write(1, data) :]
+    try:
+        while data:
+            data = data[os.write(1, data) :]
+    except BrokenPipeError:  # the server has gone: nobody is left to answer
+        os._exit(0)
 
 
 def _open_statm() -> int | None:

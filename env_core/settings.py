@@ -12,12 +12,15 @@ The variable of a setting is its flag in capitals, `SQLENV_` in front: `--idle-t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from env_core.errors import shown
 from env_core.rewards import PROFILES
 
 GROUPS = ("data", "episodes", "sql", "server")
@@ -25,10 +28,9 @@ GROUPS = ("data", "episodes", "sql", "server")
 
 def whole(low: int, high: int | None = None) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        stripped = text.strip()
-        if not stripped.lstrip("-").isdigit():
-            raise ValueError(f"{text!r} is not a whole number")
-        value = int(stripped)
+        if not re.fullmatch(r"-?[0-9]+", text.strip()):
+            raise ValueError(f"{shown(text)} is not a whole number")
+        value = int(text)
         if value < low or (high is not None and value > high):
             limit = f"from {low} to {high}" if high is not None else f"at least {low}"
             raise ValueError(f"{value} is out of range: give a whole number {limit}")
@@ -41,7 +43,7 @@ def _seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not a number of seconds") from None
+        raise ValueError(f"{shown(text)} is not a number of seconds") from None
     if not 0 < value < float("inf"):
         raise ValueError(f"{text} is out of range: give a number of seconds above 0")
     return value
@@ -50,12 +52,18 @@ def _seconds(text: str) -> float:
 def _switch(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered not in ("1", "true", "yes", "0", "false", "no", ""):
-        raise ValueError(f"{text!r} is not true or false")
+        raise ValueError(f"{shown(text)} is not true or false")
     return lowered in ("1", "true", "yes")
 
 
 def _text(text: str) -> str:
+    if not text.strip():
+        raise ValueError("an empty value is not allowed")
     return text
+
+
+def _lower_case(text: str) -> str:
+    return text.strip().lower()
 
 
 @dataclass(frozen=True)
@@ -258,7 +266,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "log_level",
         "--log-level",
-        _text,
+        _lower_case,
         "server",
         "log level; logs go to stderr",
         choices=("debug", "info", "warning", "error"),
@@ -279,14 +287,9 @@ def add_arguments(
     for group_name in groups:
         group = parser.add_argument_group(f"{group_name} settings")
         for option in (o for o in OPTIONS if o.group == group_name and o.field not in left_out):
-            default = _DEFAULTS[option.field]
-            if option.variable in os.environ:
-                try:
-                    default = _parsed(option, os.environ[option.variable], option.variable)
-                except ValueError as error:
-                    parser.error(str(error))
-            shown = option.shown_default if default is None else shown_value(default)
-            help_text = f"{option.help} (default: {shown}; ${option.variable})"
+            default = _parser_default(option)
+            listed = option.shown_default if default is None else shown_value(default)
+            help_text = f"{option.help} (default: {listed}; ${option.variable})"
             if option.parse is _switch:
                 group.add_argument(
                     option.flag,
@@ -305,6 +308,17 @@ def add_arguments(
                 choices=option.choices,
                 help=help_text,
             )
+
+
+def _parser_default(option: Option) -> Any:
+    """A flag's default: its variable's value, else the setting's default. A bad variable is
+    left to the command that reads its settings (`Settings.from_environment`) to report, so
+    that it is reported once, under that command's name, and `--help` still works."""
+    text = os.environ.get(option.variable)
+    if text is not None:
+        with contextlib.suppress(ValueError):
+            return _parsed(option, text, option.variable)
+    return _DEFAULTS[option.field]
 
 
 def shown_value(value: object) -> str:
@@ -333,5 +347,5 @@ def _parsed(option: Option, text: str, where: str) -> Any:
     except ValueError as error:
         raise ValueError(f"{where}: {error}") from None
     if option.choices and value not in option.choices:
-        raise ValueError(f"{where}: {value!r} is not one of {', '.join(option.choices)}")
+        raise ValueError(f"{where}: {shown(text)} is not one of {', '.join(option.choices)}")
     return value

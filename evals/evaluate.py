@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import multiprocessing
+import signal
 import sys
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Generator, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,18 +64,19 @@ def evaluate(
     finished = folder.open(config) if folder else {}
     finished = {i: r for i, r in finished.items() if i < n_episodes}
     todo = [task for task in tasks if task.index not in finished]
+    if workers > 1 and len(todo) > 1:
+        played = _run_in_processes(spec, policy, todo, seed, workers)
+    else:
+        played = (play_episode(env, policy, task, seed) for task in todo)
     bar = _progress_bar(n_episodes, len(finished), policy.name, progress)
     try:
-        if workers > 1 and len(todo) > 1:
-            played = _run_in_processes(spec, policy, todo, seed, workers)
-        else:
-            played = (play_episode(env, policy, task, seed) for task in todo)
         for record in played:
             finished[record.index] = record
             if folder:
                 folder.append(record)
             bar.update(1)
     finally:
+        played.close()  # the workers stop now, on Ctrl-C too, not when this frame is freed
         bar.close()
     records = [finished[index] for index in sorted(finished)]
     summary = Summary.of(records)
@@ -94,6 +98,7 @@ _worker: dict[str, Any] = {}
 
 
 def _start_worker(spec: DoorSpec, policy: Policy, seed: int) -> None:
+    _end_on_ctrl_c()
     door = open_door(spec)
     atexit.register(door.close)
     _worker.update(door=door, policy=policy, seed=seed)
@@ -103,27 +108,60 @@ def _play_in_worker(task: EpisodeTask) -> EpisodeRecord:
     return play_episode(_worker["door"], _worker["policy"], task, _worker["seed"])
 
 
+def _end_on_ctrl_c() -> None:
+    """Ctrl-C reaches the workers too (it signals the whole process group): a worker then ends
+    at once and in silence, whatever its threads are doing (the system ends it, not Python), and
+    leaves the main process to report the interrupt. A worker starts with the signal blocked
+    (see `_ctrl_c_held`), so one that came earlier ends it here."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+@contextlib.contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Hold Ctrl-C back while worker processes may start, so that none is left half started:
+    they inherit it blocked, and this process (its main thread) takes it on leaving."""
+    held: list[int] = []
+    in_main_thread = threading.current_thread() is threading.main_thread()  # handlers run there
+    handler = (
+        signal.signal(signal.SIGINT, lambda number, _frame: held.append(number))
+        if in_main_thread
+        else None
+    )
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+        if in_main_thread:
+            signal.signal(signal.SIGINT, handler)
+            if held:
+                signal.raise_signal(signal.SIGINT)
+
+
 def _run_in_processes(
     spec: DoorSpec, policy: Policy, tasks: Iterable[EpisodeTask], seed: int, workers: int
-) -> Iterator[EpisodeRecord]:
+) -> Generator[EpisodeRecord, None, None]:
     """Records as episodes finish, in whatever order; a few tasks queued per worker at a time."""
     pending_tasks = iter(tasks)
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
+    pool = ProcessPoolExecutor(
         workers, mp_context=context, initializer=_start_worker, initargs=(spec, policy, seed)
-    ) as pool:
-        running: set[Future] = set()
-        try:
-            while True:
+    )
+    running: set[Future] = set()
+    try:
+        while True:
+            with _ctrl_c_held():
                 for task in pending_tasks:
                     running.add(pool.submit(_play_in_worker, task))
                     if len(running) >= 2 * workers:
                         break
-                if not running:
-                    return
-                done, running = wait(running, return_when=FIRST_COMPLETED)
-                for future in done:
-                    yield future.result()
-        finally:
-            for future in running:
-                future.cancel()
+            if not running:
+                return
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+    finally:
+        # The pool's own thread cancels the queued episodes: cancelling them from here races
+        # with it marking them failed when Ctrl-C has stopped the workers.
+        pool.shutdown(cancel_futures=True)

@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -72,3 +73,17 @@ def test_a_directory_without_databases_is_a_clear_error(tmp_path):
     assert result.returncode == 2
     assert "has no database/ folder" in result.stderr
     assert result.stdout == ""
+
+
+def test_version_and_help_work_whatever_the_variables_hold():
+    environment = {**os.environ, "SQLENV_MAX_STEPS": "abc", "SQLENV_LOG_LEVEL": "LOUD"}
+    for arguments in (["--version"], ["--help"], ["play", "--help"], ["green", "--help"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "env_core.cli", *arguments],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert (result.returncode, result.stderr) == (0, ""), arguments
+        assert result.stdout.startswith("sqlenv ") or result.stdout.startswith("usage: ")

@@ -116,6 +116,31 @@ def cases(tmp: Path, busy_port: int) -> dict[str, Case]:
         "audit unknown profile": Case(
             [*sqlenv, "audit-reward", "--profiles", "generous"], "unknown reward profile generous"
         ),
+        "settings bad variable": Case(
+            [*sqlenv, "settings"],
+            "sqlenv settings: SQLENV_MAX_STEPS: 'abc' is not a whole number",
+            {"SQLENV_MAX_STEPS": "abc"},
+        ),
+        "play bad log level": Case(
+            [*sqlenv, "play"],
+            "sqlenv play: SQLENV_LOG_LEVEL: 'LOUD' is not one of debug, info, warning, error",
+            {"SQLENV_LOG_LEVEL": "LOUD"},
+        ),
+        "play superscript steps": Case(
+            [*sqlenv, "play"],
+            "sqlenv play: SQLENV_MAX_STEPS: '²' is not a whole number",
+            {"SQLENV_MAX_STEPS": "²"},
+        ),
+        "eval empty split": Case(
+            evaluation("oracle", "empty-split"),
+            "sqlenv eval: SQLENV_SPLIT: an empty value is not allowed",
+            {"SQLENV_SPLIT": ""},
+        ),
+        "green bad variable": Case(
+            [*sqlenv, "green"],
+            "sqlenv green: SQLENV_MAX_STEPS: '--5' is not a whole number",
+            {"SQLENV_MAX_STEPS": "--5"},
+        ),
         "green port in use": Case(
             [*sqlenv, "green", "--port", str(busy_port)], "address already in use"
         ),

@@ -89,6 +89,8 @@ def test_variables_set_the_defaults_and_flags_win(monkeypatch):
         ("--port", "99999", "99999 is out of range: give a whole number from 1 to 65535"),
         ("--query-timeout", "-1", "-1 is out of range: give a number of seconds above 0"),
         ("--max-rows", "many", "'many' is not a whole number"),
+        ("--max-rows", "²", "'²' is not a whole number"),
+        ("--split", "", "an empty value is not allowed"),
         ("--reward-profile", "generous", "invalid choice: 'generous'"),
     ],
 )
@@ -102,14 +104,38 @@ def test_a_bad_flag_is_one_clear_line(flag, value, message, capsys):
     assert error.startswith(f"sqlenv-mcp: error: argument {flag}") and message in error
 
 
-def test_a_bad_variable_is_one_clear_line(monkeypatch, capsys):
+def test_a_bad_variable_is_reported_by_the_command_that_reads_the_settings(monkeypatch):
     monkeypatch.setenv("SQLENV_MAX_STEPS", "lots")
     parser = argparse.ArgumentParser(prog="sqlenv-openenv")
-    with pytest.raises(SystemExit):
-        add_arguments(parser)
-    assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "sqlenv-openenv: error: SQLENV_MAX_STEPS: 'lots' is not a whole number"
-    )
+    add_arguments(parser)  # building a parser reports nothing: `--help` must work
+    assert parser.parse_args([]).max_steps == Settings().max_steps
+    with pytest.raises(ValueError, match=r"^SQLENV_MAX_STEPS: 'lots' is not a whole number$"):
+        Settings.from_arguments(parser.parse_args(["--max-steps", "3"]))
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("SQLENV_MAX_STEPS", "²", "'²' is not a whole number"),
+        ("SQLENV_MAX_STEPS", "--5", "'--5' is not a whole number"),
+        ("SQLENV_PORT", "٣", "'٣' is not a whole number"),
+        ("SQLENV_SPLIT", "", "an empty value is not allowed"),
+        ("SQLENV_HOST", "  ", "an empty value is not allowed"),
+    ],
+)
+def test_a_bad_variable_is_one_clear_sentence(monkeypatch, variable, value, message):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError) as error:
+        Settings.from_environment()
+    assert str(error.value) == f"{variable}: {message}"
+
+
+def test_the_log_level_takes_any_case(monkeypatch):
+    monkeypatch.setenv("SQLENV_LOG_LEVEL", "INFO")
+    assert Settings.from_environment().log_level == "info"
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert Settings.from_arguments(parser.parse_args(["--log-level", "Debug"])).log_level == "debug"
 
 
 def test_settings_reject_bad_values_and_unknown_names():

@@ -8,6 +8,7 @@ with other wire types).
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator
 from importlib.metadata import version
@@ -35,9 +36,13 @@ from a2a.utils import get_data_parts, get_message_text
 from starlette.applications import Starlette
 
 from env_core.command_line import PACKAGE
+from env_core.errors import shown
 
 # A participant plays a whole episode before it replies.
 REPLY_TIMEOUT_S = 3600.0
+# The length of a URL an error message shows.
+URL_SHOWN = 120
+log = logging.getLogger(__name__)
 
 
 def agent_card(name: str, description: str, url: str, skill: AgentSkill) -> AgentCard:
@@ -109,8 +114,11 @@ class RemoteAgent:
             self.card = await A2ACardResolver(self._http, self.url).get_agent_card()
         except Exception as error:
             await self.close()
+            # The reason stays in the log: told to whoever named the URL, it would help them
+            # map a network they cannot reach themselves.
+            log.warning("cannot reach the A2A agent at %s: %s", self.url, error or repr(error))
             raise ConnectionError(
-                f"cannot reach the A2A agent at {self.url}: {error or type(error).__name__}"
+                f"cannot reach the A2A agent at {shown(self.url, URL_SHOWN)}"
             ) from None
         config = ClientConfig(httpx_client=self._http, streaming=streaming)
         self._client = ClientFactory(config).create(self.card)

@@ -5,6 +5,11 @@ The plan is `sqlenv eval`'s (`evals.plan`) for the same seed and count, limited 
 over the questions so each is attempted once; each episode's record is built from the engine's
 own history of the episode (`evals.play.record_of`), so the summary is the one `sqlenv eval`
 gives for the same policy. What the participant says is logged, never scored.
+
+A participant must not try answers to its question anywhere else while it is assessed on it:
+an assessment holds the questions of its plan until each is recorded, and a request whose plan
+shares one with an assessment in progress is refused. The participant is sent what it needs to
+play one episode, never the seed or the rest of the plan.
 """
 
 from __future__ import annotations
@@ -12,12 +17,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
-from env_core.catalog import Catalog
-from env_core.errors import SQLEnvError
+from env_core.catalog import Catalog, question_files
+from env_core.demo import resolve_data_dir
+from env_core.errors import SQLEnvError, shown
 from env_core.factory import load_catalog
 from env_core.sessions import SessionConfig, SessionManager
 from env_core.settings import Settings
@@ -32,23 +39,18 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class EpisodeBrief:
-    """What the participant is sent for one episode: the question and where its tools are.
-    The episode's index and the run's seed let a reference player draw what `sqlenv eval`
-    draws for that episode."""
+    """What the participant is sent for one episode: the question and where its tools are,
+    nothing more (not the question's id, the seed or the rest of the plan)."""
 
-    index: int
-    episodes: int
-    question_id: str
     question: str
     db_id: str
     tables: tuple[str, ...]
     budget: int
     mcp_url: str
-    seed: int
 
     def text(self) -> str:
         return (
-            f"Assessment episode {self.index + 1} of {self.episodes}.\n"
+            "Assessment episode.\n"
             f"Question: {self.question}\nDatabase: {self.db_id}\n"
             f"Tables: {', '.join(self.tables)}\nStep budget: {self.budget}\n\n"
             f"Your tools are at the MCP endpoint {self.mcp_url} (streamable HTTP): call "
@@ -63,6 +65,52 @@ class EpisodeBrief:
 # Sends the participant one episode's brief; returns its reply.
 Participant = Callable[[EpisodeBrief], Awaitable[str]]
 Progress = Callable[[str], Awaitable[None]]
+
+IN_PLAY = (
+    "a question of this plan is in an assessment in progress on this green agent; try again "
+    "when that assessment ends"
+)
+
+
+class QuestionsInPlay:
+    """The questions the assessments in progress hold: each is played by one at a time."""
+
+    def __init__(self) -> None:
+        self._held: set[str] = set()
+        self._lock = threading.Lock()
+
+    def hold(self, question_ids: Iterable[str]) -> Hold:
+        """A hold on these questions; `RequestError` if an assessment holds one already."""
+        wanted = set(question_ids)
+        with self._lock:
+            if not wanted.isdisjoint(self._held):
+                raise RequestError(IN_PLAY)
+            self._held |= wanted
+        return Hold(self, wanted)
+
+    def release(self, question_ids: set[str]) -> None:
+        with self._lock:
+            self._held -= question_ids
+
+
+class Hold:
+    """One assessment's hold on the questions it has not recorded yet; leaving it (`with`)
+    releases what is left."""
+
+    def __init__(self, in_play: QuestionsInPlay, question_ids: set[str]) -> None:
+        self._in_play = in_play
+        self._held = question_ids
+
+    def release(self, question_id: str) -> None:
+        self._held.discard(question_id)
+        self._in_play.release({question_id})
+
+    def __enter__(self) -> Hold:
+        return self
+
+    def __exit__(self, *_exception: object) -> None:
+        self._in_play.release(self._held)
+        self._held = set()
 
 
 @dataclass(frozen=True)
@@ -111,6 +159,7 @@ class Assessor:
         self.base_url = base_url.rstrip("/")
         self._catalogs: dict[str, Catalog] = {}
         self._lock = threading.Lock()
+        self._in_play = QuestionsInPlay()
 
     def plan(self, request: AssessmentRequest) -> Plan:
         """The episodes a request asks for; `RequestError` if it cannot be met."""
@@ -121,10 +170,7 @@ class Assessor:
         if config.max_steps is not None:
             changes["max_steps"] = config.max_steps
         settings = self.settings.replace(**changes)
-        try:
-            catalog = self._catalog(settings)
-        except SQLEnvError as error:
-            raise RequestError(f"config.split: {error}") from None
+        catalog = self._catalog(settings)
         questions = catalog.questions(settings.split)
         wanted = len(questions) if config.episodes == "all" else config.episodes
         if wanted > len(questions):
@@ -134,16 +180,30 @@ class Assessor:
             )
         return Plan(request, settings, catalog, plan_episodes(questions, wanted, config.seed))
 
+    def hold(self, plan: Plan) -> Hold:
+        """The plan's hold on its questions; `RequestError` if another assessment holds one."""
+        return self._in_play.hold(task.question_id for task in plan.tasks)
+
     def _catalog(self, settings: Settings) -> Catalog:
+        """The catalog of the settings' split; `RequestError` naming the splits there are if it
+        cannot be loaded (the reason, which may show the server's paths, is only logged)."""
         with self._lock:
             if settings.split not in self._catalogs:
-                self._catalogs[settings.split] = load_catalog(settings)
+                try:
+                    self._catalogs[settings.split] = load_catalog(settings)
+                except SQLEnvError as error:
+                    log.warning("split %s cannot be served: %s", settings.split, error)
+                    raise RequestError(
+                        f"config.split: split {shown(settings.split)} cannot be served; "
+                        f"available: {', '.join(split_names(settings)) or 'none'}"
+                    ) from None
             return self._catalogs[settings.split]
 
     async def run(
-        self, plan: Plan, participant: Participant, name: str, progress: Progress
+        self, plan: Plan, hold: Hold, participant: Participant, name: str, progress: Progress
     ) -> AssessmentResult:
-        """Play the plan with the participant (called `name` in the records)."""
+        """Play the plan with the participant (called `name` in the records), releasing each
+        question from the plan's hold once its episode is recorded."""
         manager = SessionManager(plan.catalog, SessionConfig.of(plan.settings))
         assessment = Assessment(manager, self.seats)
         records: list[EpisodeRecord] = []
@@ -155,6 +215,7 @@ class Assessor:
                 finally:
                     assessment.release(seat)
                 records.append(record)
+                hold.release(task.question_id)
                 solved = sum(r.correct for r in records)
                 await progress(
                     f"episode {task.index + 1}/{len(plan.tasks)} ({record.question_id}, "
@@ -169,17 +230,8 @@ class Assessor:
         self, plan: Plan, task: EpisodeTask, seat: Seat, participant: Participant, name: str
     ) -> EpisodeRecord:
         start = seat.episode().start
-        brief = EpisodeBrief(
-            task.index,
-            len(plan.tasks),
-            task.question_id,
-            start.question,
-            start.db_id,
-            start.tables,
-            start.budget,
-            f"{self.base_url}/assess/{seat.token}/mcp",
-            plan.request.config.seed,
-        )
+        mcp_url = f"{self.base_url}/assess/{seat.token}/mcp"
+        brief = EpisodeBrief(start.question, start.db_id, start.tables, start.budget, mcp_url)
         notes = {}
         try:
             reply = await asyncio.wait_for(
@@ -195,3 +247,9 @@ class Assessor:
         calls = [(step.arguments, step.result) for step in episode.history]
         question = plan.catalog.question(task.question_id)
         return record_of(task, question, name, start.text, calls, notes)
+
+
+def split_names(settings: Settings) -> list[str]:
+    """The splits of the settings' data directory: its question files."""
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
+    return list(question_files(resolve_data_dir(settings.data_dir, cache_dir)))

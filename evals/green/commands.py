@@ -49,6 +49,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="oracle (looks the gold up in its own catalog: tests), random, openai (an "
         "OpenAI-compatible endpoint), hf (a local transformers model)",
     )
+    purple.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="random: the seed of its draws; with an assessment's seed, each episode draws what "
+        "`sqlenv eval --policy random` draws for it (0)",
+    )
     add_serving_arguments(purple)
     add_arguments(purple, groups=("data", "server"))
     add_llm_arguments(purple)
@@ -76,12 +83,15 @@ def run_green(args: argparse.Namespace) -> int:
 def run_purple(args: argparse.Namespace) -> int:
     require_extra("green", "sqlenv purple")
     from env_core.factory import load_catalog
-    from evals.green.purple_agent import purple_app
+    from evals.green.purple_agent import known_questions, purple_app
 
     settings = Settings.from_arguments(args)
-    catalog = load_catalog(settings) if args.policy == "oracle" else None
+    known = None
+    if args.policy == "oracle":
+        known = known_questions(load_catalog(settings), settings.split)
     card_url = card_url_of(args, settings)
-    serve(purple_app(build_policy(args), catalog, card_url), settings, "purple", card_url)
+    app = purple_app(build_policy(args), known, args.seed, card_url)
+    serve(app, settings, "purple", card_url)
     return 0
 
 

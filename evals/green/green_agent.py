@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+import uuid
+from collections.abc import Callable
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import AgentSkill, DataPart, Part, Role, TaskState, TextPart
+from a2a.types import AgentSkill, DataPart, Message, Part, Role, TaskState, TextPart
 from a2a.utils import new_task
 
 from env_core.asgi import App, Receive, Scope, Send
@@ -21,7 +22,7 @@ from env_core.sessions import SessionConfig
 from env_core.settings import Settings
 from env_core.tools import tools_for
 from evals.green import a2a
-from evals.green.assessor import AssessmentResult, Assessor, EpisodeBrief
+from evals.green.assessor import AssessmentResult, Assessor, EpisodeBrief, Hold, Plan
 from evals.green.request import RequestError, parse_request
 from evals.report import summary_rows, text_table
 from evals.run_folder import Run
@@ -55,29 +56,38 @@ class GreenExecutor(AgentExecutor):
             await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
 
-        def said(text: str) -> Any:
+        def said(text: str) -> Message:
             return a2a.message(text, role=Role.agent, context_id=task.context_id, task_id=task.id)
 
         try:
             request = parse_request(a2a.payload(context.message))
             plan = await asyncio.to_thread(self.assessor.plan, request)  # may load a catalog
+            hold = self.assessor.hold(plan)
         except RequestError as error:
             await updater.reject(said(str(error)))
             return
-        planned = f"assessing {request.participant}: {len(plan.tasks)} episodes"
-        await updater.start_work(said(planned))
-        participant = a2a.RemoteAgent(request.participant)
+        with hold:
+            await self._assess(plan, hold, updater, said)
+
+    async def _assess(
+        self, plan: Plan, hold: Hold, updater: TaskUpdater, said: Callable[[str], Message]
+    ) -> None:
+        participant_url = plan.request.participant
+        await updater.start_work(said(f"assessing {participant_url}: {len(plan.tasks)} episodes"))
+        participant = a2a.RemoteAgent(participant_url)
+        # One conversation with the participant per assessment: its episodes are its messages.
+        conversation = uuid.uuid4().hex
         try:
             await participant.open()
-            name = participant.card.name
 
             async def play(brief: EpisodeBrief) -> str:
-                return await participant.ask(a2a.message(brief.text(), brief.data()))
+                sent = a2a.message(brief.text(), brief.data(), context_id=conversation)
+                return await participant.ask(sent)
 
             async def progress(line: str) -> None:
                 await updater.update_status(TaskState.working, said(line))
 
-            result = await self.assessor.run(plan, play, name, progress)
+            result = await self.assessor.run(plan, hold, play, participant.card.name, progress)
         except ConnectionError as error:
             await updater.failed(said(str(error)))
             return

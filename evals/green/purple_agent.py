@@ -3,15 +3,19 @@
 For each message it reads the episode's brief (a data part: see `EpisodeBrief`), connects to
 the episode's MCP tools over streamable HTTP and plays with the policy: an OpenAI-compatible
 model through the evaluation harness's chat loop, or, for tests, the random policy or the oracle
-(which looks the gold up in its own catalog by the question id it is sent). The random
-policy draws from the episode's index and the run's seed, as `sqlenv eval` does, so its results
-match.
+(which looks the gold up in its own catalog by the question's database and words: it is not
+told the question's id). The green agent sends an assessment's episodes as one conversation
+(A2A context), so the random policy draws from the agent's seed and the episode's place in its
+conversation, as `sqlenv eval` draws from the run's seed and the episode's index: with the
+assessment's seed, its results match.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import random
+from collections import Counter
+from collections.abc import Mapping
 
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
@@ -19,7 +23,7 @@ from a2a.types import AgentSkill, Role
 from mcp.client.streamable_http import streamable_http_client
 
 from env_core.calls import drive
-from env_core.catalog import Catalog
+from env_core.catalog import Catalog, Question
 from evals.doors.mcp_door import MCPConnection, episode_start, tool_result
 from evals.green import a2a
 from evals.plan import EpisodeTask
@@ -33,18 +37,24 @@ SKILL = AgentSkill(
     tags=["sql", "mcp"],
 )
 
+# The oracle's questions, by database and words.
+Known = Mapping[tuple[str, str], Question]
 
-def play_brief(brief: dict[str, Any], policy: Policy, catalog: Catalog | None) -> str:
-    """Play the episode a brief names; a line on how it went."""
-    url = brief["mcp_url"]
-    connection = MCPConnection(lambda: streamable_http_client(url), url)
+
+def known_questions(catalog: Catalog, split: str) -> Known:
+    return {(question.db_id, question.text): question for question in catalog.questions(split)}
+
+
+def play_at(mcp_url: str, policy: Policy, known: Known | None, rng: random.Random) -> str:
+    """Play the episode whose tools are at `mcp_url`; a line on how it went."""
+    connection = MCPConnection(lambda: streamable_http_client(mcp_url), mcp_url)
     try:
         start = episode_start(connection.call("start_episode", {}))
-        question = catalog.question(brief["question_id"]) if catalog else None
-        task = EpisodeTask(brief["index"], brief["question_id"])
-        context = EpisodeContext(start, question, task.rng(brief["seed"]))
+        question = None if known is None else known.get((start.db_id, start.question))
+        if known is not None and question is None:
+            raise LookupError("the oracle's data has no such question")
         made = drive(
-            policy.play(context),
+            policy.play(EpisodeContext(start, question, rng)),
             lambda call: tool_result(call.tool, connection.call(call.tool, call.arguments)),
             max_calls=2 * start.budget,
         )
@@ -55,31 +65,42 @@ def play_brief(brief: dict[str, Any], policy: Policy, catalog: Catalog | None) -
 
 
 class PurpleExecutor(AgentExecutor):
-    def __init__(self, policy: Policy, catalog: Catalog | None) -> None:
+    def __init__(self, policy: Policy, known: Known | None, seed: int) -> None:
         self.policy = policy
-        self.catalog = catalog
+        self.known = known
+        self.seed = seed
+        self._played: Counter[str] = Counter()  # episodes begun, by conversation
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         brief = a2a.payload(context.message)
         if not isinstance(brief, dict) or "mcp_url" not in brief:
-            text = "send an episode brief: a data part with mcp_url, question_id, index and seed"
+            text = "send an episode brief: a data part with mcp_url"
         else:
+            rng = self._draws(context.context_id)
             try:
-                text = await asyncio.to_thread(play_brief, brief, self.policy, self.catalog)
+                text = await asyncio.to_thread(
+                    play_at, brief["mcp_url"], self.policy, self.known, rng
+                )
             except Exception as error:  # reported to the assessor, which scores the episode
                 text = f"could not play the episode: {error}"
         reply = a2a.message(text, role=Role.agent, context_id=context.context_id)
         await event_queue.enqueue_event(reply)
 
+    def _draws(self, conversation: str) -> random.Random:
+        """What `sqlenv eval` draws from for the episode at this place in a run."""
+        index = self._played[conversation]
+        self._played[conversation] += 1
+        return EpisodeTask(index, question_id="").rng(self.seed)
+
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise NotImplementedError("an episode in play cannot be cancelled")
 
 
-def purple_app(policy: Policy, catalog: Catalog | None, card_url: str):
+def purple_app(policy: Policy, known: Known | None, seed: int, card_url: str):
     card = a2a.agent_card(
         f"sqlenv purple agent ({policy.name})",
         "A reference participant for sqlenv assessments: plays each episode it is sent.",
         card_url,
         SKILL,
     )
-    return a2a.a2a_app(card, PurpleExecutor(policy, catalog))
+    return a2a.a2a_app(card, PurpleExecutor(policy, known, seed))

@@ -1,14 +1,17 @@
 """The green agent over A2A on 127.0.0.1: it assesses the reference purple agent with the
 numbers `sqlenv eval` gives for the same policy and seed, refuses a hostile participant every
-way of picking or replaying its question, and rejects a malformed request with its reason."""
+way of picking or replaying its question (a second assessment of it included), sends it nothing
+it does not need to play, and rejects a malformed request with its reason and no more."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -27,6 +30,8 @@ from evals.local_server import LocalServer, free_port
 pytestmark = pytest.mark.anyio
 DEV = "dev_without_wta_1"
 CARD = "/.well-known/agent-card.json"
+RANDOM_SEED = 3  # the reference random player's, and the seed it is assessed with
+BRIEF_KEYS = {"question", "db_id", "tables", "budget", "mcp_url"}
 
 
 @pytest.fixture
@@ -52,9 +57,9 @@ def green(spider_dir, cache_dir) -> Iterator[LocalServer]:
 def purple(spider_dir, cache_dir) -> Iterator[dict[str, LocalServer]]:
     started = {
         policy: start_agent(
-            "purple", "--policy", policy, spider_dir=spider_dir, cache_dir=cache_dir
+            "purple", "--policy", policy, *extra, spider_dir=spider_dir, cache_dir=cache_dir
         )
-        for policy in ("oracle", "random")
+        for policy, extra in (("oracle", ()), ("random", ("--seed", str(RANDOM_SEED))))
     }
     yield started
     for server in started.values():
@@ -102,7 +107,9 @@ def test_the_agent_card_describes_the_assessment(green):
     assert skill["id"] == "sql-exploration-assessment" and skill["description"]
 
 
-@pytest.mark.parametrize(("policy", "episodes", "seed"), [("oracle", 20, 7), ("random", 30, 3)])
+@pytest.mark.parametrize(
+    ("policy", "episodes", "seed"), [("oracle", 20, 7), ("random", 30, RANDOM_SEED)]
+)
 async def test_the_reference_purple_agent_scores_what_sqlenv_eval_gives(
     green, purple, policy, episodes, seed, spider_dir, tmp_path
 ):
@@ -134,7 +141,7 @@ class HostileExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         brief = a2a.payload(context.message)
         url = brief["mcp_url"]
-        seen: dict[str, Any] = {}
+        seen: dict[str, Any] = {"brief": brief, "brief_text": a2a.reply_text(context.message)}
         async with (
             streamable_http_client(url) as (read, write, _),
             ClientSession(read, write) as client,
@@ -163,21 +170,30 @@ class HostileExecutor(AgentExecutor):
         raise NotImplementedError
 
 
-@pytest.fixture
-def hostile() -> Iterator[tuple[str, HostileExecutor]]:
-    executor = HostileExecutor()
+@contextmanager
+def serving(name: str, executor: AgentExecutor) -> Iterator[str]:
+    """An A2A agent run by `executor` on 127.0.0.1, in this process; its URL."""
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    skill = AgentSkill(id="hostile", name="hostile", description="replays", tags=[])
-    app = a2a.a2a_app(a2a.agent_card("hostile", "tries to replay", url, skill), executor)
+    skill = AgentSkill(id=name, name=name, description=name, tags=[])
+    app = a2a.a2a_app(a2a.agent_card(name, name, url, skill), executor)
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.05)
-    yield url, executor
-    server.should_exit = True
-    thread.join()
+    try:
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join()
+
+
+@pytest.fixture
+def hostile() -> Iterator[tuple[str, HostileExecutor]]:
+    executor = HostileExecutor()
+    with serving("hostile", executor) as url:
+        yield url, executor
 
 
 async def test_a_hostile_participant_is_refused_and_scores_nothing(green, hostile):
@@ -187,6 +203,8 @@ async def test_a_hostile_participant_is_refused_and_scores_nothing(green, hostil
     assert final.status.state == TaskState.completed
     assert len(executor.seen) == 3
     for seen in executor.seen:
+        assert set(seen["brief"]) == BRIEF_KEYS
+        assert "seed" not in seen["brief_text"].lower() and DEV not in seen["brief_text"]
         assert seen["same_episode"] and seen["sibling_status"] == 404
         picked, seeded, by_id, second = seen["refused"]
         assert "cannot be chosen or restarted" in picked and "cannot be chosen" in seeded
@@ -217,7 +235,8 @@ async def test_a_hostile_participant_is_refused_and_scores_nothing(green, hostil
         ),
         (
             '{"participants": {"agent": "http://127.0.0.1:9/"}, "config": {"split": "nosuch"}}',
-            "config.split: no question file for split 'nosuch'",
+            "config.split: split 'nosuch' cannot be served; "
+            "available: dev, dev_without_wta_1, train_spider_min",
         ),
         (
             '{"participants": {"agent": "not a url"}}',
@@ -225,14 +244,60 @@ async def test_a_hostile_participant_is_refused_and_scores_nothing(green, hostil
         ),
     ],
 )
-async def test_a_malformed_request_is_rejected_with_its_reason(green, request_text, reason):
+async def test_a_malformed_request_is_rejected_with_its_reason(
+    green, request_text, reason, spider_dir
+):
     _, final = await assess(green.url, request_text)
     assert final.status.state == TaskState.rejected
-    assert reason in a2a.reply_text(final)
+    said = a2a.reply_text(final)
+    assert reason in said
+    assert str(spider_dir) not in said and "shared/data" not in said
 
 
-async def test_an_unreachable_participant_fails_the_task_clearly(green):
+async def test_an_unreachable_participant_fails_the_task_with_its_url_only(green):
     dead = f"http://127.0.0.1:{free_port()}/"
-    _, final = await assess(green.url, {"participants": {"agent": dead}})
-    assert final.status.state == TaskState.failed
-    assert f"cannot reach the A2A agent at {dead}" in a2a.reply_text(final)
+    not_an_agent = green.url + "/nothing/"  # answers 404
+    for url in (dead, not_an_agent):
+        _, final = await assess(green.url, {"participants": {"agent": url}})
+        assert final.status.state == TaskState.failed
+        assert a2a.reply_text(final) == f"cannot reach the A2A agent at {url!r}"
+    logged = green.output()  # the reasons, for the operator
+    assert re.search(f"cannot reach the A2A agent at {re.escape(dead)}: .+", logged)
+    assert re.search(f"cannot reach the A2A agent at {re.escape(not_an_agent)}: .*404", logged)
+
+
+class PractisingExecutor(AgentExecutor):
+    """A participant that, sent its episode, asks the green agent for a second assessment of
+    the same plan (the request it knows it is assessed under), to try answers there first."""
+
+    def __init__(self, green_url: str, request: dict[str, Any]) -> None:
+        self.green_url = green_url
+        self.request = request
+        self.practice: list[Task] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        if not self.practice:
+            self.practice.append((await assess(self.green_url, self.request))[1])
+        await event_queue.enqueue_event(a2a.message("done", role=Role.agent))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+async def test_a_question_being_assessed_is_played_by_no_other_assessment(green, purple):
+    config = {"episodes": 2, "seed": 11, "split": DEV}
+    practice = {"participants": {"agent": purple["oracle"].url + "/"}, "config": config}
+    executor = PractisingExecutor(green.url, practice)
+    with serving("practising", executor) as url:
+        _, first = await assess(green.url, {"participants": {"agent": url}, "config": config})
+    assert first.status.state == TaskState.completed
+    [refused] = executor.practice
+    assert refused.status.state == TaskState.rejected
+    assert a2a.reply_text(refused) == (
+        "a question of this plan is in an assessment in progress on this green agent; try "
+        "again when that assessment ends"
+    )
+    assert results_of(first)["summary"]["overall"]["success"]["successes"] == 0
+    _, after = await assess(green.url, practice)  # the first has ended: its questions are free
+    assert after.status.state == TaskState.completed
+    assert results_of(after)["summary"]["overall"]["success"]["rate"] == 1.0

@@ -1,0 +1,58 @@
+"""`sqlenv eval --workers N` stopped with Ctrl-C, which a terminal sends to the whole process
+group, exits with 130 and prints nothing, even while its worker processes start."""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SQLENV = str(Path(sys.executable).parent / "sqlenv")
+INTERRUPTED = 130
+# A worker whose interpreter is up is this long into importing what it runs (about 1 s here).
+IMPORTING_S = 0.2
+
+
+def started_workers(pid: int) -> list[str]:
+    """The worker processes `pid` has started (multiprocessing's, not its SQL sandbox's)."""
+    children = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        children += (task / "children").read_text().split()
+    return [child for child in children if b"multiprocessing" in _read(child, "cmdline")]
+
+
+def catches_ctrl_c(pid: str) -> bool:
+    """Whether a process has a handler for SIGINT: a Python interpreter has one once it is up."""
+    for line in _read(pid, "status").decode().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & 1 << (signal.SIGINT - 1))
+    return False
+
+
+def _read(pid: str, name: str) -> bytes:
+    with contextlib.suppress(FileNotFoundError):  # it has ended meanwhile
+        return Path(f"/proc/{pid}/{name}").read_bytes()
+    return b""
+
+
+def test_ctrl_c_while_the_workers_start_is_a_quiet_130(dev_door_spec, tmp_path):
+    command = [SQLENV, "eval", "--policy", "random", *dev_door_spec.settings.arguments()]
+    command += ["--workers", "2", "--out", str(tmp_path / "run"), "--no-progress"]
+    process = subprocess.Popen(
+        command, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not any(map(catches_ctrl_c, started_workers(process.pid))):
+            assert process.poll() is None and time.monotonic() < deadline, "no worker started"
+            time.sleep(0.005)
+        time.sleep(IMPORTING_S)
+        os.killpg(process.pid, signal.SIGINT)  # as Ctrl-C in a terminal
+        out, err = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # whatever is left of the group
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert (process.returncode, err, out) == (INTERRUPTED, "", "")
