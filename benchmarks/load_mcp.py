@@ -45,6 +45,12 @@ class Tally:
     errors: list[str] = field(default_factory=list)
 
 
+def refused_as_busy(result: dict) -> bool:
+    """A call the server did not take because its SQL workers stayed busy: a failure here."""
+    data = (result.get("structuredContent") or {}).get("data") or {}
+    return data.get("error") == "server_busy"
+
+
 class Session:
     """One MCP session over its own keep-alive HTTP/1.1 connection."""
 
@@ -123,6 +129,8 @@ class Session:
             result = (await self.rpc("tools/call", {"name": tool, "arguments": arguments}))[
                 "result"
             ]
+            if refused_as_busy(result):
+                raise RuntimeError("no SQL worker was free in time (server_busy)")
         except (OSError, RuntimeError, TimeoutError, KeyError, ValueError) as error:
             self.tally.steps_failed += 1
             self.tally.errors.append(f"{tool}: {type(error).__name__}: {error}")

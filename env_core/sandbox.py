@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 
 # How long past its own deadline a worker may run before it is killed.
 GRACE_S = 0.5
+# How many of its time limits a job may wait in line for a worker (see `waiting_limit`).
+WAITING_RUNS = 10
 STARTUP_S = 30.0
 HEADER = struct.Struct("<I")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
@@ -398,13 +400,13 @@ class Sandbox:
 
     def _await_thread_grant(self, waiter: _ThreadWaiter) -> Running:
         """The waiter's job running, once a worker is free (see `_gives_up`)."""
-        while not waiter.wait(waiter.job.limits.timeout_s):
+        while not waiter.wait(waiting_limit(waiter.job)):
             if self._gives_up(waiter):
-                raise ServerBusyError.after(waiter.job.limits.timeout_s)
+                raise ServerBusyError.after(waiting_limit(waiter.job))
         return waiter.grant()
 
     def _gives_up(self, waiter: _Waiter) -> bool:
-        """Whether a waiter that has waited the job's time limit leaves the line, refused: not
+        """Whether a waiter that has waited its `waiting_limit` leaves the line, refused: not
         while a worker is starting (that is no busy server), nor once it has been served."""
         with self._lock:
             return not self._starting and self._waiting.remove(waiter)
@@ -415,6 +417,13 @@ class Sandbox:
             if self._waiting.remove(waiter):
                 return
         waiter.abandon()
+
+
+def waiting_limit(job: Job) -> float:
+    """How long a job may wait in line for a worker: many times what it may run, so that a
+    client's own backlog under heavy load is served, while the line stays bounded whoever
+    fills it (served in turn by client, one client holds up another by one job each)."""
+    return WAITING_RUNS * job.limits.timeout_s
 
 
 def _time_left(job: Job, sent: float) -> float:
@@ -472,14 +481,14 @@ class _LoopWaiter(_Waiter):
 
     async def wait(self) -> Running:
         """The job running, once a worker is free (see `Sandbox._gives_up`)."""
-        timeout_s = self.job.limits.timeout_s
+        limit = waiting_limit(self.job)
         while True:
             try:
-                grant = await asyncio.wait_for(asyncio.shield(self._future), timeout_s)
+                grant = await asyncio.wait_for(asyncio.shield(self._future), limit)
                 break
             except TimeoutError:
                 if self._sandbox._gives_up(self):
-                    raise ServerBusyError.after(timeout_s) from None
+                    raise ServerBusyError.after(limit) from None
         if isinstance(grant, SQLEnvError):
             raise grant
         return grant
