@@ -21,6 +21,7 @@ from env_core.errors import (
     ends_episode,
     error_data,
     error_kinds,
+    shortened,
     shown,
 )
 from env_core.executor import ReadOnlyExecutor
@@ -71,9 +72,13 @@ def refusal(tool: str, error: SQLEnvError) -> ToolResult:
     """The result of a call the episode did not take (unknown or finished episode, unknown
     tool, another call running): no step spent, no reward, and done when the episode can take
     no more calls. Every door answers such a call with it."""
-    name = tool if len(tool) <= MAX_REFUSED_NAME_CHARS else tool[:MAX_REFUSED_NAME_CHARS] + "..."
     return ToolResult(
-        name, False, render.error_text(error), error_data(error), 0.0, ends_episode(error)
+        shortened(tool, MAX_REFUSED_NAME_CHARS),
+        False,
+        render.error_text(error),
+        error_data(error),
+        0.0,
+        ends_episode(error),
     )
 
 

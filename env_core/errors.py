@@ -137,5 +137,9 @@ def ends_episode(error: SQLEnvError) -> bool:
 
 def shown(value: object, limit: int = 40) -> str:
     """A value as an error message echoes it: quoted, and cut short when long."""
-    text = repr(value)
+    return shortened(repr(value), limit)
+
+
+def shortened(text: str, limit: int) -> str:
+    """The text cut to `limit` characters, "..." marking a cut."""
     return text if len(text) <= limit else text[:limit] + "..."

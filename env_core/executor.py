@@ -35,6 +35,7 @@ from env_core.errors import (
     QueryRejectedError,
     QueryTimeoutError,
     UnknownTableError,
+    shortened,
 )
 from env_core.render import visible
 from env_core.sandbox import Job, Work, finish
@@ -271,9 +272,10 @@ class ReadOnlyExecutor:
             table = self._table_names.get(_ascii_folded(candidate))
             if table is not None:
                 return table
-        shown = name if len(name) <= 80 else name[:80] + "..."
         tables = ", ".join(map(visible, schema))
-        raise UnknownTableError(f"no such table: {visible(shown)}; tables are: {tables}")
+        raise UnknownTableError(
+            f"no such table: {visible(shortened(name, 80))}; tables are: {tables}"
+        )
 
     def describe(self, table: str) -> TableSchema:
         name = self.resolve_table(table)  # first: it may read a changed schema

@@ -365,30 +365,33 @@ class Sandbox:
         client cancelling calls in a loop would otherwise cost a process start each)."""
         loop = asyncio.get_running_loop()
 
-        def wanted() -> bool:
-            return outcome is not None and not outcome.cancelled()
-
-        def conclude(reply: bytes | None) -> None:
+        def stop_waiting() -> None:
             loop.remove_reader(worker.output)
             timer.cancel()
+
+        def tell(rows: Rows | None, error: BaseException | None) -> None:
+            if outcome is None or outcome.cancelled():
+                return
+            if error is not None:
+                outcome.set_exception(error)
+            else:
+                outcome.set_result(rows)
+
+        def conclude(reply: bytes | None) -> None:
+            stop_waiting()
             try:
                 rows = self._settle(worker, job, reply)
             except Exception as error:
-                if wanted():
-                    outcome.set_exception(error)
+                tell(None, error)
             else:
-                if wanted():
-                    outcome.set_result(rows)
+                tell(rows, None)
 
         def readable() -> None:
             try:
                 reply = worker.take_reply()
             except (EOFError, OSError) as error:
-                loop.remove_reader(worker.output)
-                timer.cancel()
-                lost = self._lost(worker, error)
-                if wanted():
-                    outcome.set_exception(lost)
+                stop_waiting()
+                tell(None, self._lost(worker, error))
                 return
             if reply is not None:
                 conclude(reply)
@@ -400,9 +403,10 @@ class Sandbox:
 
     def _await_thread_grant(self, waiter: _ThreadWaiter) -> Running:
         """The waiter's job running, once a worker is free (see `_gives_up`)."""
-        while not waiter.wait(waiting_limit(waiter.job)):
+        limit = waiting_limit(waiter.job)
+        while not waiter.wait(limit):
             if self._gives_up(waiter):
-                raise ServerBusyError.after(waiting_limit(waiter.job))
+                raise ServerBusyError.after(limit)
         return waiter.grant()
 
     def _gives_up(self, waiter: _Waiter) -> bool:

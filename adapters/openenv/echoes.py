@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from env_core.asgi import Message, Send
-from env_core.errors import shown
+from env_core.errors import shortened, shown
 
 MAX_MESSAGE_CHARS = 300
 MAX_KEY_CHARS = 40
@@ -23,11 +23,6 @@ MAX_ERRORS = 5
 # WebSocket frames in which OpenEnv may echo input: its errors and JSON-RPC responses, on /ws
 # (whose messages pydantic serialises compactly, `type` first) and on /mcp.
 ECHOING_FRAMES = ('{"type":"error"', '{"type":"mcp"', '{"jsonrpc"')
-
-
-def shortened(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """A message (or a key) cut to `limit` characters."""
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def brief_errors(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -40,7 +35,7 @@ def brief_errors(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 part if isinstance(part, int) else shortened(str(part), MAX_KEY_CHARS)
                 for part in error.get("loc", ())
             ],
-            "msg": shortened(str(error.get("msg", ""))),
+            "msg": shortened(str(error.get("msg", "")), MAX_MESSAGE_CHARS),
             "input": shown(error.get("input")),
         }
         for error in errors[:MAX_ERRORS]
@@ -50,7 +45,7 @@ def brief_errors(errors: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 def brief_error(error: Mapping[str, Any]) -> dict[str, Any]:
     """An error object (the data of OpenEnv's WebSocket error frame, or a JSON-RPC error) with
     its message, and its validation errors if any, cut short."""
-    briefed = {**error, "message": shortened(str(error.get("message", "")))}
+    briefed = {**error, "message": shortened(str(error.get("message", "")), MAX_MESSAGE_CHARS)}
     if isinstance(error.get("errors"), list):
         briefed["errors"] = brief_errors(error["errors"])
     return briefed
@@ -60,7 +55,7 @@ def brief_detail(detail: Any) -> Any:
     """An HTTP error's detail (pydantic's validation errors, or a message) cut short."""
     if isinstance(detail, list):
         return brief_errors(detail)
-    return shortened(detail) if isinstance(detail, str) else detail
+    return shortened(detail, MAX_MESSAGE_CHARS) if isinstance(detail, str) else detail
 
 
 def briefing_frames(send: Send) -> Send:
