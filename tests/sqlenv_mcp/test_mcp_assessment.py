@@ -84,7 +84,8 @@ async def test_over_http_each_question_has_its_own_address(http_server, spider_c
                 )
     token = addresses[ASSIGNED].split("/")[-2]
     initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
-    for wrong in (f"{server.url}/mcp", f"{server.url}/assess/{token[:-1]}x/mcp"):
+    altered = token[:-1] + ("y" if token.endswith("x") else "x")  # one character off
+    for wrong in (f"{server.url}/mcp", f"{server.url}/assess/{altered}/mcp"):
         refused = httpx.post(wrong, json=initialize, timeout=10)
         assert refused.status_code == 404 and "no assigned episode" in refused.text
     assert f"{ASSIGNED}: correct" in server.output()
