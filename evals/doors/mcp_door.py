@@ -73,12 +73,14 @@ class MCPConnection:
 
     def close(self) -> None:
         """Closing a connection the server has dropped raises the transport's error again;
-        the calls have reported it, so here it is logged, not raised."""
+        the calls have reported it, so here it is logged, not raised. A call still waiting
+        for its answer (the caller was interrupted: Ctrl-C) is cancelled."""
         while self._entered:
             try:
                 self._entered.pop().__exit__(None, None, None)
             except Exception as error:
                 log.debug("closing a broken MCP connection: %s", error)
+        self._portal.call(self._portal.stop, True)
         self._portal_manager.__exit__(None, None, None)
 
 

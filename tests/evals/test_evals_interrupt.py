@@ -56,3 +56,25 @@ def test_ctrl_c_while_the_workers_start_is_a_quiet_130(dev_door_spec, tmp_path):
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
     assert (process.returncode, err, out) == (INTERRUPTED, "", "")
+
+
+# An MCP server that never answers `initialize`, and a Ctrl-C while the door waits for it.
+SILENT_SERVER_CONNECTION = """
+import os, signal, sys, threading
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from evals.doors.mcp_door import MCPConnection
+
+silent = StdioServerParameters(command=sys.executable, args=["-c", "import time; time.sleep(60)"])
+threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+try:
+    MCPConnection(lambda: stdio_client(silent), "over stdio")
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_ctrl_c_while_the_mcp_door_connects_ends_the_connection():
+    finished = subprocess.run(
+        [sys.executable, "-c", SILENT_SERVER_CONNECTION], capture_output=True, text=True, timeout=30
+    )
+    assert (finished.returncode, finished.stdout) == (0, "interrupted\n"), finished.stderr
