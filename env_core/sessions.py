@@ -152,9 +152,12 @@ class SessionManager:
         episode_id: str | None = None,
         owner: str | None = None,
         client: str | None = None,
+        replacing: Episode | None = None,
     ) -> Episode:
         """Open an episode. `owner` names the connection that may act on it (any, if None);
-        `client` the remote party whose open episodes are capped together."""
+        `client` the remote party whose open episodes are capped together. The episode
+        `replacing` (a door's running one) is closed once the new one is open, its slot counted
+        as free: if this raises, it runs on as it was."""
         _check_selectors(None, {"episode_id": episode_id})
         question = self.choose_question(
             seed=seed, question_id=question_id, db_id=db_id, split=split
@@ -162,15 +165,17 @@ class SessionManager:
         self.reap()
         episode_id = episode_id or uuid.uuid4().hex
         with self._lock:
-            if episode_id in self._episodes:
+            replaced = replacing if self._episodes.get(_id(replacing)) is replacing else None
+            if episode_id in self._episodes and episode_id != _id(replaced):
                 raise InvalidArgumentError(f"episode id {shown(episode_id)} is already in use")
-            if len(self._episodes) >= self.config.max_episodes:
+            if len(self._episodes) - (replaced is not None) >= self.config.max_episodes:
                 raise CapacityError(
                     f"all {self.config.max_episodes} episode slots are in use; end an episode "
                     "or retry after idle ones expire"
                 )
             limit = self.config.max_episodes_per_client
-            if client is not None and self._clients[client] >= limit:
+            held = self._clients[client] - (replaced is not None and replaced.client == client)
+            if client is not None and held >= limit:
                 raise CapacityError(
                     f"you have {limit} episodes open, as many as one client may; "
                     "end one (end_episode) before starting another"
@@ -189,8 +194,13 @@ class SessionManager:
             if client is not None:
                 self._clients[client] += 1
             episode.last_active = self._clock()
+            if replaced is not None:
+                self._forget(replaced)
+                self._counts["closed"] += 1
             self._episodes[episode_id] = episode
             self._counts["created"] += 1
+        if replaced is not None:
+            replaced.close()
         return episode
 
     def _open_executor(self, question: Question) -> ReadOnlyExecutor:
@@ -322,6 +332,10 @@ class SessionManager:
 
 
 MAX_SELECTOR_CHARS = 200
+
+
+def _id(episode: Episode | None) -> str | None:
+    return None if episode is None else episode.episode_id
 
 
 def _check_selectors(seed: object, texts: dict[str, object]) -> None:

@@ -65,8 +65,9 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
         **unknown: Any,
     ) -> EpisodeObservation:
         """Start an episode; the question is chosen exactly as `SessionManager.create` does.
-        Options that name no question are an error and leave the running episode as it is;
-        the episode is held for the connection's client (see `guard.CONNECTION_CLIENT`)."""
+        Options that name no question or a bad episode id are an error and leave the running
+        episode as it is; the episode is held for the connection's client (see
+        `guard.CONNECTION_CLIENT`)."""
         if self._closed:
             return _reset_error("session_closed", CLOSED_MESSAGE)
         if unknown:
@@ -79,9 +80,11 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
             question = self._manager.choose_question(
                 seed=seed, question_id=question_id, db_id=db_id, split=split
             )
-            self._end_episode()  # first, so that its slot is free for the new one
             self._episode = self._manager.create(
-                question_id=question.id, episode_id=episode_id, client=CONNECTION_CLIENT.get()
+                question_id=question.id,
+                episode_id=episode_id,
+                client=CONNECTION_CLIENT.get(),
+                replacing=self._episode,
             )
         except SQLEnvError as error:
             return _reset_error(**error_data(error))

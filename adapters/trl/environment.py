@@ -74,10 +74,12 @@ class SQLEnvTRL:
         question = self._manager.choose_question(
             seed=seed, question_id=question_id, db_id=db_id, split=split
         )
-        self._end_episode()  # first, so that its slot is free for the new one
-        self._episode = self._manager.create(question_id=question.id)
+        episode = self._manager.create(question_id=question.id, replacing=self._episode)
+        if self._episode is not None:
+            self._ending.detach()
+        self._episode = episode
         # An instance dropped with its episode running ends it when garbage-collected.
-        dropped = (self._manager, self._episode.episode_id)
+        dropped = (self._manager, episode.episode_id)
         self._ending = weakref.finalize(self, _dropped_episodes().put, dropped)
         return self._episode.start.text
 

@@ -17,11 +17,17 @@ OPTIONS_NAMING_NO_QUESTION = [
     {"db_id": "no_such_database"},
     {"seed": -1},
     {"question_id": ["a", "list"]},
+    {"episode_id": "x" * 201},
+    {"episode_id": "held by another session"},
 ]
 
 
 async def test_a_reset_naming_no_question_is_an_error_and_the_episode_goes_on(spider_server):
-    async with SQLEnvClient(base_url=spider_server) as env:
+    async with (
+        SQLEnvClient(base_url=spider_server) as env,
+        SQLEnvClient(base_url=spider_server) as other,
+    ):
+        await other.reset(episode_id="held by another session")
         start = await env.reset(question_id=f"{SPIDER_SPLIT}:1")
         await env.describe("singer")
         for options in OPTIONS_NAMING_NO_QUESTION:
@@ -56,3 +62,12 @@ async def test_one_client_holds_at_most_its_share_of_episodes(start_server):
             assert not (await second.reset(seed=4)).done
             assert (await first.query("SELECT 1")).observation.ok
             assert httpx.get(f"{url}/stats").json()["active"] == 3
+
+
+async def test_a_reset_may_reuse_its_own_episode_id(spider_server):
+    async with SQLEnvClient(base_url=spider_server) as env:
+        await env.reset(episode_id="mine", question_id=f"{SPIDER_SPLIT}:1")
+        await env.describe("singer")
+        again = await env.reset(episode_id="mine", question_id=f"{SPIDER_SPLIT}:2")
+        assert (again.observation.episode_id, again.done) == ("mine", False)
+        assert (await env.state()).step_count == 0
