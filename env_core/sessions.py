@@ -178,7 +178,7 @@ class SessionManager:
             if client is not None and held >= limit:
                 raise CapacityError(
                     f"you have {limit} episodes open, as many as one client may; "
-                    "end one (end_episode) before starting another"
+                    "end one of them before starting another"
                 )
             executor = self._open_executor(question)
             episode = Episode.open(
