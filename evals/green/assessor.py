@@ -171,7 +171,13 @@ class Assessor:
             changes["max_steps"] = config.max_steps
         settings = self.settings.replace(**changes)
         catalog = self._catalog(settings)
-        questions = catalog.questions(settings.split)
+        questions = catalog.splits[settings.split].questions
+        if not questions:
+            others = [name for name in split_names(settings) if name != settings.split]
+            raise RequestError(
+                f"config.split: split {shown(settings.split)} has no question that can be "
+                f"played here; other splits: {', '.join(others) or 'none'}"
+            )
         wanted = len(questions) if config.episodes == "all" else config.episodes
         if wanted > len(questions):
             raise RequestError(

@@ -301,3 +301,21 @@ async def test_a_question_being_assessed_is_played_by_no_other_assessment(green,
     _, after = await assess(green.url, practice)  # the first has ended: its questions are free
     assert after.status.state == TaskState.completed
     assert results_of(after)["summary"]["overall"]["success"]["rate"] == 1.0
+
+
+async def test_a_split_with_no_playable_question_is_rejected(spider_dir, cache_dir, tmp_path):
+    for name in ("tables.json", "database", f"{DEV}.json"):
+        (tmp_path / name).symlink_to(spider_dir / name)
+    unplayable = [{"db_id": "no_such_database", "question": "How many?", "query": "SELECT 1"}]
+    (tmp_path / "unplayable.json").write_text(json.dumps(unplayable))
+    server = start_agent("green", spider_dir=tmp_path, cache_dir=cache_dir)
+    try:
+        request = {"participants": {"agent": "http://127.0.0.1:9/"}}
+        _, final = await assess(server.url, {**request, "config": {"split": "unplayable"}})
+    finally:
+        server.stop()
+    assert final.status.state == TaskState.rejected
+    assert a2a.reply_text(final) == (
+        "config.split: split 'unplayable' has no question that can be played here; "
+        f"other splits: {DEV}"
+    )
