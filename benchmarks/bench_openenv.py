@@ -7,7 +7,9 @@ subprocesses on 127.0.0.1 and one client process drives them, so client and serv
 machine's cores.
 
 1. Latency: one typed client per server, the same calls interleaved (describe, sample, query
-   on Spider's concert_singer), p50/p99 per tool and over all calls, and the ratio ours / floor.
+   on Spider's concert_singer), p50/p99 per tool and over all three, and the ratio ours /
+   floor; "query new" is the same query with new text each call, which ours cannot have
+   proven cheap before (a repeated one runs in process once the sandbox has run it quickly).
    Two more floors: "replay" is the same no-op answering each call with the observation ours
    sends for it (made once, in process, at start-up): what OpenEnv costs to carry our
    observations. "sql" is replay that first runs the call's bare SQLite statements on one
@@ -55,7 +57,18 @@ LATENCY_CALLS = {
 }
 EPISODE_STEPS = 10
 MAX_STEPS = 1000  # the largest budget the server allows
-ROUNDS_PER_EPISODE = MAX_STEPS // len(LATENCY_CALLS)
+# The same query with new text each round (a comment that counts): ours runs every one in the
+# sandbox, where a repeated statement, once proven cheap there, runs in process (see
+# `env_core.executor.ProvenStatements`). "all" is over LATENCY_CALLS, without it.
+NEW_QUERY = "query new"
+ROUNDS_PER_EPISODE = MAX_STEPS // (len(LATENCY_CALLS) + 1)
+
+
+def latency_calls(round_: int) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Each latency row's call in a round: (tool, arguments)."""
+    calls = {tool: (tool, arguments) for tool, arguments in LATENCY_CALLS.items()}
+    new_sql = f"{LATENCY_CALLS['query']['sql']} -- round {round_}"
+    return {**calls, NEW_QUERY: ("query", {"sql": new_sql})}
 
 
 def our_observations(catalog: Catalog, split: str) -> dict[str, dict[str, Any]]:
@@ -214,11 +227,11 @@ async def measure_latency(urls: dict[str, str], rounds: int) -> dict[str, list[f
         for round_ in range(rounds):
             if round_ % ROUNDS_PER_EPISODE == 0:
                 await envs["ours"].reset(question_id=QUESTION)
-            for tool, arguments in LATENCY_CALLS.items():
+            for row, (tool, arguments) in latency_calls(round_).items():
                 for name, env in envs.items():
                     started = time.perf_counter()
                     result = await env.call(tool, **arguments)
-                    timings[f"{name} {tool}"].append((time.perf_counter() - started) * 1000)
+                    timings[f"{name} {row}"].append((time.perf_counter() - started) * 1000)
                     if not result.observation.ok:
                         raise RuntimeError(f"{name} {tool} failed: {result.observation.text}")
     return timings
@@ -299,7 +312,7 @@ async def sweep(
 
 
 def print_latency(timings: dict[str, list[float]], servers: list[str], rounds: int) -> None:
-    tools = [*LATENCY_CALLS, "all"]
+    tools = [*LATENCY_CALLS, NEW_QUERY, "all"]
     figures = {}  # (server, tool): (p50, p99)
     for tool in tools:
         calls = list(LATENCY_CALLS) if tool == "all" else [tool]

@@ -11,18 +11,21 @@ Table names from agents are matched against `sqlite_master` and quoted, never pa
 
 With a `Sandbox`, agent SQL runs in a worker process instead (see `env_core.sandbox`), which
 also bounds the time and memory SQLite spends *preparing* a statement. Only calls that are
-bounded by construction run here: describe (read once, cached) and sample on a plain table.
+bounded by construction run here: describe (read once, cached), sample on a plain table, and
+agent SQL the sandbox has already run quickly on the same unchanging file (`ProvenStatements`).
 Functions that cannot be interrupted are replaced on every connection, so a schema expression
 (a generated column or a view in the user's file) cannot call them either.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 import string
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +37,7 @@ from env_core.errors import (
     QueryFailedError,
     QueryRejectedError,
     QueryTimeoutError,
+    SQLEnvError,
     UnknownTableError,
     shortened,
 )
@@ -72,6 +76,10 @@ class QueryResult:
     rows: tuple[tuple[Cell, ...], ...]
     truncated: bool
     elapsed_ms: float
+    # Whether running the statement again does the same work: it called no function whose
+    # value changes from run to run (`_UNREPEATABLE_FUNCTIONS`). Known only where statements
+    # are compiled afresh, as in a sandbox worker.
+    repeatable: bool = True
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,12 @@ _ALLOWED_ACTIONS = frozenset(
 _DENIED_FUNCTIONS = frozenset(
     {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit", "printf", "format"}
 )
+# Functions whose value changes from run to run (chance, the clock), so a statement calling
+# them may take another branch, and another time, when run again.
+_UNREPEATABLE_FUNCTIONS = frozenset(
+    {"random", "randomblob", "date", "time", "datetime", "julianday", "unixepoch", "strftime"}
+    | {"timediff", "current_date", "current_time", "current_timestamp"}
+)
 _ACTION_NAMES = {
     getattr(sqlite3, f"SQLITE_{name}"): name.replace("_", " ")
     for name in [
@@ -142,19 +156,25 @@ def _ascii_folded(text: str) -> str:
     return text.translate(_ASCII_LOWER)
 
 
-def open_read_only(path: Path, *, immutable: bool) -> sqlite3.Connection:
+def open_read_only(
+    path: Path, *, immutable: bool, statement_cache: bool = True
+) -> sqlite3.Connection:
     """Open an existing SQLite file read-only; never creates or changes a file beside it.
 
     A database in WAL mode is opened `immutable` even when others may write it: a reader would
     otherwise create (and write to) `-wal` and `-shm` files next to it. It then shows what
-    has been checkpointed into the main file.
+    has been checkpointed into the main file. Without `statement_cache` every call prepares
+    its statement again, so that its time includes compiling it.
     """
     if not path.is_file():
         raise DataError(f"database file not found: {path}")
     immutable = immutable or _in_wal_mode(path)
     uri = f"file:{quote(str(path.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
     try:
-        connection = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        cached = 128 if statement_cache else 0
+        connection = sqlite3.connect(
+            uri, uri=True, check_same_thread=False, cached_statements=cached
+        )
         connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
     except sqlite3.DatabaseError as error:
         raise DataError(f"cannot open {path} as a SQLite database: {error}") from error
@@ -190,6 +210,53 @@ def file_state(path: Path) -> tuple[int, int]:
 INLINE_SAMPLE_COLUMNS = 256
 
 
+class ProvenStatements:
+    """Agent SQL that a sandbox worker prepared and ran to its end within `PROOF_MS` on a file
+    that never changes, calling no function whose value changes from run to run (chance, the
+    clock): the same statement on the same file does the same work again, so it may
+    run in process, where it skips the trip to a worker (~0.1 ms, more under load). The worker
+    compiles every statement afresh (no statement cache), so the time proven includes that.
+    A run in process still has a deadline (`DEADLINE_S`): past it, or on any error, the
+    statement goes back to the sandbox and loses its proof. A proof holds for the executor
+    whose worker ran the statement: the episodes of one session manager (an assessment has
+    its own), never another's. Bounded: the newest `ENTRIES` statements of at most
+    `MAX_SQL_CHARS` each, over all executors."""
+
+    PROOF_MS = 1.0
+    DEADLINE_S = 0.005
+    ENTRIES = 2048
+    MAX_SQL_CHARS = 2_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proven: OrderedDict[tuple[int, str, int], None] = OrderedDict()
+
+    def holds(self, key: tuple[int, str, int]) -> bool:
+        with self._lock:
+            if key not in self._proven:
+                return False
+            self._proven.move_to_end(key)
+            return True
+
+    def record(self, key: tuple[int, str, int], result: QueryResult) -> None:
+        """Keep the statement if its run in the sandbox proves it cheap."""
+        proven = result.repeatable and result.elapsed_ms <= self.PROOF_MS
+        if not proven or len(key[1]) > self.MAX_SQL_CHARS:
+            return
+        with self._lock:
+            self._proven[key] = None
+            if len(self._proven) > self.ENTRIES:
+                self._proven.popitem(last=False)
+
+    def drop(self, key: tuple[int, str, int]) -> None:
+        with self._lock:
+            self._proven.pop(key, None)
+
+
+PROVEN = ProvenStatements()
+_SERIALS = itertools.count()
+
+
 class ReadOnlyExecutor:
     """One read-only connection to one database file. Calls are serialised by a lock.
 
@@ -207,6 +274,7 @@ class ReadOnlyExecutor:
         immutable: bool = True,
         sandbox: Sandbox | None = None,
         lazy_schema: bool = False,
+        statement_cache: bool = True,
     ) -> None:
         self.path = Path(path)
         self.limits = limits or ExecutorLimits()
@@ -215,8 +283,11 @@ class ReadOnlyExecutor:
         self._lock = threading.Lock()
         self._deadline = 0.0
         self._denied: str | None = None
+        self._repeatable = True
         self._users = 1
         self._lazy_schema = lazy_schema
+        self._statement_cache = statement_cache
+        self._serial = next(_SERIALS)  # names its proofs (see ProvenStatements)
         self._open()
 
     def _open(self) -> None:
@@ -224,7 +295,9 @@ class ReadOnlyExecutor:
         self._known: dict[str, TableSchema] | None = None
         if not self._lazy_schema:
             self._read_schema()
-        self._connection = open_read_only(self.path, immutable=self.immutable)
+        self._connection = open_read_only(
+            self.path, immutable=self.immutable, statement_cache=self._statement_cache
+        )
         self._harden()
 
     @property
@@ -318,9 +391,19 @@ class ReadOnlyExecutor:
         ):
             raise InvalidArgumentError("max_rows must be a whole number, at least 1")
         limit = max_rows or self.limits.max_rows
-        if self.sandbox is not None:
+        if self.sandbox is None:
+            return self._run(sql, limit)
+        if not self.immutable:
             return QueryResult(*(yield self._job("query", sql, limit, client)))
-        return self._run(sql, limit)
+        key = (self._serial, sql, limit)
+        if PROVEN.holds(key):
+            try:
+                return self._run(sql, limit, PROVEN.DEADLINE_S)
+            except SQLEnvError:
+                PROVEN.drop(key)
+        result = QueryResult(*(yield self._job("query", sql, limit, client)))
+        PROVEN.record(key, result)
+        return result
 
     def _job(
         self, kind: str, argument: str, max_rows: int, client: str | None
@@ -355,9 +438,12 @@ class ReadOnlyExecutor:
         connection.set_progress_handler(self._past_deadline, _PROGRESS_OPCODES)
 
     def _authorize(self, action: int, arg1, arg2, _db, _trigger) -> int:
-        if action in _ALLOWED_ACTIONS and not (
-            action == sqlite3.SQLITE_FUNCTION and arg2.lower() in _DENIED_FUNCTIONS
-        ):
+        denied = False
+        if action == sqlite3.SQLITE_FUNCTION:
+            function = arg2.lower()
+            self._repeatable &= function not in _UNREPEATABLE_FUNCTIONS
+            denied = function in _DENIED_FUNCTIONS
+        if action in _ALLOWED_ACTIONS and not denied:
             return sqlite3.SQLITE_OK
         if self._denied is None:  # the first refusal names what the statement tried to do
             self._denied = _denied_action(action, arg1, arg2)
@@ -366,18 +452,20 @@ class ReadOnlyExecutor:
     def _past_deadline(self) -> int:
         return 1 if time.monotonic() > self._deadline else 0
 
-    def _run(self, sql: str, limit: int) -> QueryResult:
+    def _run(self, sql: str, limit: int, timeout_s: float | None = None) -> QueryResult:
         self._follow_changes()
         with self._lock:
             started = time.monotonic()
-            self._deadline = started + self.limits.timeout_s
+            self._deadline = started + (timeout_s or self.limits.timeout_s)
             self._denied = None
+            self._repeatable = True  # known only when the statement is compiled afresh
             try:
                 columns, rows, truncated = self._fetch(sql, limit)
             except sqlite3.Error as error:
                 raise self._explain(error) from None
             elapsed_ms = (time.monotonic() - started) * 1000
-        return QueryResult(columns, rows, truncated, round(elapsed_ms, 3))
+            repeatable = self._repeatable
+        return QueryResult(columns, rows, truncated, round(elapsed_ms, 3), repeatable)
 
     def _fetch(self, sql: str, limit: int) -> tuple[tuple[str, ...], tuple, bool]:
         try:

@@ -75,7 +75,8 @@ def _run(
     except Exception:  # a fault of ours: logged, and the worker goes on
         traceback.print_exc()
         return "error", ("QueryFailedError", "the query could not be run")
-    return "ok", (result.columns, result.rows, result.truncated, result.elapsed_ms)
+    fields = (result.columns, result.rows, result.truncated, result.elapsed_ms)
+    return "ok", (*fields, result.repeatable)
 
 
 def _executor(
@@ -88,7 +89,11 @@ def _executor(
     executor = executors.pop(key, None)
     if executor is None:
         executor = ReadOnlyExecutor(
-            path, ExecutorLimits(*limit_fields), immutable=immutable, lazy_schema=True
+            path,
+            ExecutorLimits(*limit_fields),
+            immutable=immutable,
+            lazy_schema=True,
+            statement_cache=False,  # a query's time includes compiling it (see PROVEN)
         )
         if len(executors) >= OPEN_DATABASES:
             executors.popitem(last=False)[1].close()

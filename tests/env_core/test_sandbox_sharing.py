@@ -166,7 +166,8 @@ def test_a_call_no_worker_takes_in_time_spends_no_step(manager):
     for holder in holders:  # three calls in turn hold the only worker 0.55 s each
         held.append(in_thread(manager.step, holder.episode_id, "query", {"sql": STUCK}))
         time.sleep(0.05)
-    refused = manager.step(waiting.episode_id, "query", {"sql": "SELECT 1"})
+    # Not "SELECT 1": the sandbox ran that quickly, so it would now run in process.
+    refused = manager.step(waiting.episode_id, "query", {"sql": "SELECT 2"})
     for thread in held:
         thread.join()
     assert (refused.ok, refused.done, refused.data["error"]) == (False, False, "server_busy")
