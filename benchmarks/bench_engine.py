@@ -24,7 +24,6 @@ from env_core.executor import quote_identifier
 from env_core.sessions import SessionConfig, SessionManager
 from env_core.sql_analysis import referenced_tables
 
-
 # A query's first call: ours runs it in the sandbox, and later calls of the same SQL in process
 # once that run proved it cheap (see `env_core.executor.ProvenStatements`).
 FIRST_QUERY = "query 1st"
