@@ -42,7 +42,7 @@ from env_core.errors import (
     shortened,
 )
 from env_core.render import visible
-from env_core.sandbox import Job, Work, finish
+from env_core.sandbox import Job, Rows, SharedRun, Work, finish
 from env_core.settings import Settings
 from env_core.tools import check_text
 
@@ -230,6 +230,7 @@ class ProvenStatements:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._proven: OrderedDict[tuple[int, str, int], None] = OrderedDict()
+        self._running: dict[tuple[int, str, int], SharedRun] = {}
 
     def holds(self, key: tuple[int, str, int]) -> bool:
         with self._lock:
@@ -238,15 +239,33 @@ class ProvenStatements:
             self._proven.move_to_end(key)
             return True
 
-    def record(self, key: tuple[int, str, int], result: QueryResult) -> None:
-        """Keep the statement if its run in the sandbox proves it cheap."""
-        proven = result.repeatable and result.elapsed_ms <= self.PROOF_MS
-        if not proven or len(key[1]) > self.MAX_SQL_CHARS:
-            return
+    def running(self, key: tuple[int, str, int]) -> SharedRun | None:
+        """The run of the statement another call has started, to wait for; else None, and the
+        caller runs it, then reports to `ran`. Calls that ask for the same statement at once
+        (the rollouts of one question) then take one worker, not one each."""
         with self._lock:
-            self._proven[key] = None
-            if len(self._proven) > self.ENTRIES:
-                self._proven.popitem(last=False)
+            if key in self._running:
+                return self._running[key]
+            self._running[key] = SharedRun()
+            return None
+
+    def ran(self, key: tuple[int, str, int], rows: Rows | None) -> None:
+        """The sandbox's rows for the statement (None if it failed or was given up): shared
+        with the calls waiting for them if running it again would do the same work, and kept
+        as its proof if that work was cheap."""
+        result = QueryResult(*rows) if rows is not None else None
+        repeatable = result is not None and result.repeatable
+        with self._lock:
+            shared = self._running.pop(key)
+            if (
+                repeatable
+                and result.elapsed_ms <= self.PROOF_MS
+                and (len(key[1]) <= self.MAX_SQL_CHARS)
+            ):
+                self._proven[key] = None
+                if len(self._proven) > self.ENTRIES:
+                    self._proven.popitem(last=False)
+        shared.share(rows if repeatable else None)
 
     def drop(self, key: tuple[int, str, int]) -> None:
         with self._lock:
@@ -401,9 +420,19 @@ class ReadOnlyExecutor:
                 return self._run(sql, limit, PROVEN.DEADLINE_S)
             except SQLEnvError:
                 PROVEN.drop(key)
-        result = QueryResult(*(yield self._job("query", sql, limit, client)))
-        PROVEN.record(key, result)
-        return result
+        job = self._job("query", sql, limit, client)
+        shared = PROVEN.running(key)
+        if shared is not None:  # the same statement is running for another call: wait for it
+            rows = yield shared, job[1]
+            if rows is not None:
+                return QueryResult(*rows)
+            return QueryResult(*(yield job))
+        rows = None
+        try:
+            rows = yield job
+            return QueryResult(*rows)
+        finally:
+            PROVEN.ran(key, rows)
 
     def _job(
         self, kind: str, argument: str, max_rows: int, client: str | None

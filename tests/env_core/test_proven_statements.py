@@ -5,6 +5,8 @@ process than its proof said goes back to the sandbox. A proof holds for its own 
 
 from __future__ import annotations
 
+import concurrent.futures
+
 import pytest
 
 from env_core.errors import QueryRejectedError
@@ -102,3 +104,19 @@ def test_a_statement_slower_in_process_than_its_proof_goes_back_to_the_sandbox(
     monkeypatch.setattr(PROVEN, "DEADLINE_S", 1e-9)  # every run in process overruns it
     assert executor.query(counted).rows == ((500,),)  # answered by the sandbox
     assert not runs_without_the_sandbox(executor, sandbox, counted)
+
+
+def at_once(executor: ReadOnlyExecutor, sql: str, calls: int) -> list:
+    with concurrent.futures.ThreadPoolExecutor(calls) as pool:
+        return list(pool.map(lambda _: executor.query(sql), range(calls)))
+
+
+def test_calls_of_one_statement_at_once_share_one_run(open_executor):
+    results = at_once(open_executor(), SLOW_TO_RUN, 4)
+    assert {(r.rows, r.elapsed_ms) for r in results} == {(results[0].rows, results[0].elapsed_ms)}
+
+
+def test_a_statement_that_calls_chance_is_run_for_each_call(open_executor):
+    drawn = "SELECT max(x), random() FROM (" + SLOW_TO_RUN.replace("SELECT count(*)", "SELECT x")
+    results = at_once(open_executor(), drawn + ")", 4)
+    assert len({result.rows for result in results}) == 4

@@ -163,8 +163,9 @@ def test_a_call_no_worker_takes_in_time_spends_no_step(manager):
     manager.step(waiting.episode_id, "describe", {"table": "singer"})  # a step of its own
     manager.step(holders[0].episode_id, "query", {"sql": "SELECT 1"})  # the worker is up
     held = []
-    for holder in holders:  # three calls in turn hold the only worker 0.55 s each
-        held.append(in_thread(manager.step, holder.episode_id, "query", {"sql": STUCK}))
+    for n, holder in enumerate(holders):  # three calls in turn hold the only worker 0.55 s each
+        stuck = {"sql": f"{STUCK} -- {n}"}  # three statements: one would be run once for all
+        held.append(in_thread(manager.step, holder.episode_id, "query", stuck))
         time.sleep(0.05)
     # Not "SELECT 1": the sandbox ran that quickly, so it would now run in process.
     refused = manager.step(waiting.episode_id, "query", {"sql": "SELECT 2"})
@@ -181,8 +182,9 @@ def test_a_clients_episodes_hold_up_another_clients_by_one_call_each(spider_cata
     manager = SessionManager(spider_catalog, config)
     finished: list[str] = []
 
-    def run(name: str, client: str, sql: str = SLOW) -> None:
+    def run(name: str, client: str, sql: str | None = None) -> None:
         episode = manager.create(db_id=CONCERT, client=client)
+        sql = sql or f"{SLOW} -- {name}"  # a statement each: one would be run once for all
         assert manager.step(episode.episode_id, "query", {"sql": sql}).ok
         finished.append(name)
 
