@@ -255,13 +255,10 @@ class ProvenStatements:
         as its proof if that work was cheap."""
         result = QueryResult(*rows) if rows is not None else None
         repeatable = result is not None and result.repeatable
+        cheap = repeatable and result.elapsed_ms <= self.PROOF_MS
         with self._lock:
             shared = self._running.pop(key)
-            if (
-                repeatable
-                and result.elapsed_ms <= self.PROOF_MS
-                and (len(key[1]) <= self.MAX_SQL_CHARS)
-            ):
+            if cheap and len(key[1]) <= self.MAX_SQL_CHARS:
                 self._proven[key] = None
                 if len(self._proven) > self.ENTRIES:
                     self._proven.popitem(last=False)
@@ -397,7 +394,8 @@ class ReadOnlyExecutor:
     def query_work(
         self, sql: str, max_rows: int | None = None, *, client: str | None = None
     ) -> Work[QueryResult]:
-        """Run agent SQL as a call: in the sandbox when there is one (for `client`)."""
+        """Run agent SQL as a call: in the sandbox when there is one (for `client`), unless
+        `PROVEN` says it may run in process, or another call is running it already."""
         if not isinstance(sql, str) or not sql.strip():
             raise InvalidArgumentError("sql must be a non-empty SELECT statement")
         check_text("sql", sql)
