@@ -217,7 +217,7 @@ class ProvenStatements:
     run in process, where it skips the trip to a worker (~0.1 ms, more under load). The worker
     compiles every statement afresh (no statement cache), so the time proven includes that.
     A run in process still has a deadline (`DEADLINE_S`): past it, or on any error, the
-    statement goes back to the sandbox and loses its proof. A proof holds for the executor
+    statement goes back to the sandbox, for good the second time. A proof holds for the executor
     whose worker ran the statement: the episodes of one session manager (an assessment has
     its own), never another's. Bounded: the newest `ENTRIES` statements of at most
     `MAX_SQL_CHARS` each, over all executors."""
@@ -225,12 +225,16 @@ class ProvenStatements:
     PROOF_MS = 1.0
     DEADLINE_S = 0.005
     ENTRIES = 2048
+    MAX_OVERRUNS = 2
     MAX_SQL_CHARS = 2_000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._proven: OrderedDict[tuple[int, str, int], None] = OrderedDict()
         self._running: dict[tuple[int, str, int], SharedRun] = {}
+        # How often each statement overran or failed in process: at `MAX_OVERRUNS` it is not
+        # proven again, though its runs in the sandbox stay quick.
+        self._overruns: OrderedDict[tuple[int, str, int], int] = OrderedDict()
 
     def holds(self, key: tuple[int, str, int]) -> bool:
         with self._lock:
@@ -258,15 +262,25 @@ class ProvenStatements:
         cheap = repeatable and result.elapsed_ms <= self.PROOF_MS
         with self._lock:
             shared = self._running.pop(key)
-            if cheap and len(key[1]) <= self.MAX_SQL_CHARS:
-                self._proven[key] = None
-                if len(self._proven) > self.ENTRIES:
-                    self._proven.popitem(last=False)
+            trusted = self._overruns.get(key, 0) < self.MAX_OVERRUNS
+            if cheap and trusted and len(key[1]) <= self.MAX_SQL_CHARS:
+                _keep(self._proven, key, None, self.ENTRIES)
         shared.share(rows if repeatable else None)
 
-    def drop(self, key: tuple[int, str, int]) -> None:
+    def overran(self, key: tuple[int, str, int]) -> None:
+        """The statement overran or failed in process: it loses its proof, for good once this
+        has happened `MAX_OVERRUNS` times (once may be a pause of the machine's)."""
         with self._lock:
             self._proven.pop(key, None)
+            _keep(self._overruns, key, self._overruns.get(key, 0) + 1, self.ENTRIES)
+
+
+def _keep(newest: OrderedDict, key: Any, value: Any, entries: int) -> None:
+    """Set `key` in a bounded mapping that forgets its oldest first."""
+    newest[key] = value
+    newest.move_to_end(key)
+    if len(newest) > entries:
+        newest.popitem(last=False)
 
 
 PROVEN = ProvenStatements()
@@ -299,6 +313,7 @@ class ReadOnlyExecutor:
         self._lock = threading.Lock()
         self._deadline = 0.0
         self._denied: str | None = None
+        self._late = False
         self._repeatable = True
         self._users = 1
         self._lazy_schema = lazy_schema
@@ -314,7 +329,13 @@ class ReadOnlyExecutor:
         self._connection = open_read_only(
             self.path, immutable=self.immutable, statement_cache=self._statement_cache
         )
-        self._harden()
+        self._harden(self._connection)
+        self._uncached: sqlite3.Connection | None = None  # for proven statements: see _run
+
+    def _close_connections(self) -> None:
+        self._connection.close()
+        if self._uncached is not None:
+            self._uncached.close()
 
     @property
     def _schema(self) -> dict[str, TableSchema]:
@@ -344,7 +365,7 @@ class ReadOnlyExecutor:
         with self._lock:
             self._users -= 1
             if self._users == 0:
-                self._connection.close()
+                self._close_connections()
 
     def resolve_table(self, name: str) -> str:
         """The table's real name from `sqlite_master`: the name itself, else the table SQLite
@@ -417,7 +438,7 @@ class ReadOnlyExecutor:
             try:
                 return self._run(sql, limit, PROVEN.DEADLINE_S)
             except SQLEnvError:
-                PROVEN.drop(key)
+                PROVEN.overran(key)
         job = self._job("query", sql, limit, client)
         shared = PROVEN.running(key)
         if shared is not None:  # the same statement is running for another call: wait for it
@@ -448,11 +469,10 @@ class ReadOnlyExecutor:
             return  # gone: the next statement reports it
         if state != self._state:
             with self._lock:
-                self._connection.close()
+                self._close_connections()
                 self._open()
 
-    def _harden(self) -> None:
-        connection = self._connection
+    def _harden(self, connection: sqlite3.Connection) -> None:
         connection.execute("PRAGMA query_only = ON")
         connection.execute("PRAGMA temp_store = MEMORY")  # sorts never write temporary files
         connection.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
@@ -465,6 +485,11 @@ class ReadOnlyExecutor:
         connection.set_progress_handler(self._past_deadline, _PROGRESS_OPCODES)
 
     def _authorize(self, action: int, arg1, arg2, _db, _trigger) -> int:
+        # Compiling never calls the progress handler; it calls this, which needs the GIL back
+        # each time: past the deadline, compiling stops here.
+        if time.monotonic() > self._deadline:
+            self._late = True
+            return sqlite3.SQLITE_DENY
         denied = False
         if action == sqlite3.SQLITE_FUNCTION:
             function = arg2.lower()
@@ -480,35 +505,52 @@ class ReadOnlyExecutor:
         return 1 if time.monotonic() > self._deadline else 0
 
     def _run(self, sql: str, limit: int, timeout_s: float | None = None) -> QueryResult:
+        """Run a statement here. With `timeout_s` (a proven statement: see `ProvenStatements`)
+        on a connection that keeps no compiled statements, so that agent SQL run here leaves
+        nothing behind (a cache of wide statements held ~45 MiB per database)."""
         self._follow_changes()
         with self._lock:
             started = time.monotonic()
             self._deadline = started + (timeout_s or self.limits.timeout_s)
             self._denied = None
+            self._late = False
             self._repeatable = True  # known only when the statement is compiled afresh
+            connection = self._connection if timeout_s is None else self._uncached_connection()
             try:
-                columns, rows, truncated = self._fetch(sql, limit)
+                columns, rows, truncated = self._fetch(connection, sql, limit)
             except sqlite3.Error as error:
                 raise self._explain(error) from None
             elapsed_ms = (time.monotonic() - started) * 1000
             repeatable = self._repeatable
         return QueryResult(columns, rows, truncated, round(elapsed_ms, 3), repeatable)
 
-    def _fetch(self, sql: str, limit: int) -> tuple[tuple[str, ...], tuple, bool]:
+    def _uncached_connection(self) -> sqlite3.Connection:
+        if self._uncached is None:
+            self._uncached = open_read_only(
+                self.path, immutable=self.immutable, statement_cache=False
+            )
+            self._harden(self._uncached)
+        return self._uncached
+
+    def _fetch(
+        self, connection: sqlite3.Connection, sql: str, limit: int
+    ) -> tuple[tuple[str, ...], tuple, bool]:
         try:
-            return self._read(sql, limit)
+            return self._read(connection, sql, limit)
         except sqlite3.OperationalError as error:
             if not str(error).startswith("Could not decode"):
                 raise
         # Text that is not UTF-8 in some row: read again, the bad bytes replaced.
-        self._connection.text_factory = _decode_with_replacement
+        connection.text_factory = _decode_with_replacement
         try:
-            return self._read(sql, limit)
+            return self._read(connection, sql, limit)
         finally:
-            self._connection.text_factory = str
+            connection.text_factory = str
 
-    def _read(self, sql: str, limit: int) -> tuple[tuple[str, ...], tuple, bool]:
-        cursor = self._connection.execute(sql)
+    def _read(
+        self, connection: sqlite3.Connection, sql: str, limit: int
+    ) -> tuple[tuple[str, ...], tuple, bool]:
+        cursor = connection.execute(sql)
         first = cursor.fetchone()
         max_cell = self.limits.max_cell_chars
         columns = tuple([_cap_cell(d[0], max_cell) for d in cursor.description or ()])
@@ -537,11 +579,16 @@ class ReadOnlyExecutor:
                 return (tuple(_cut(cell, share) for cell in row),), True
             budget -= size
             rows.append(row)
+            if time.monotonic() > self._deadline:
+                # Each row takes the GIL back, which another busy thread may hold for a while.
+                raise sqlite3.OperationalError("interrupted")
             row = cursor.fetchone()
         return tuple(rows), False
 
     def _explain(self, error: sqlite3.Error) -> Exception:
         message = str(error)
+        if self._late:
+            message = "interrupted"
         if "one statement at a time" in message:
             return QueryRejectedError(
                 "only one SQL statement per call is allowed; send them one at a time"
