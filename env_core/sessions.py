@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -152,12 +152,12 @@ class SessionManager:
         episode_id: str | None = None,
         owner: str | None = None,
         client: str | None = None,
-        replacing: Episode | None = None,
+        replacing: Sequence[Episode] = (),
     ) -> Episode:
         """Open an episode. `owner` names the connection that may act on it (any, if None);
-        `client` the remote party whose open episodes are capped together. The episode
-        `replacing` (a door's running one) is closed once the new one is open, its slot counted
-        as free: if this raises, it runs on as it was."""
+        `client` the remote party whose open episodes are capped together. The episodes
+        `replacing` (a door's running ones) are closed once the new one is open, their slots
+        counted as free: if this raises, they run on as they were."""
         _check_selectors(None, {"episode_id": episode_id})
         question = self.choose_question(
             seed=seed, question_id=question_id, db_id=db_id, split=split
@@ -165,16 +165,17 @@ class SessionManager:
         self.reap()
         episode_id = episode_id or uuid.uuid4().hex
         with self._lock:
-            replaced = replacing if self._episodes.get(_id(replacing)) is replacing else None
-            if episode_id in self._episodes and episode_id != _id(replaced):
+            replaced = [e for e in replacing if self._episodes.get(e.episode_id) is e]
+            freed = {e.episode_id for e in replaced}
+            if episode_id in self._episodes and episode_id not in freed:
                 raise InvalidArgumentError(f"episode id {shown(episode_id)} is already in use")
-            if len(self._episodes) - (replaced is not None) >= self.config.max_episodes:
+            if len(self._episodes) - len(replaced) >= self.config.max_episodes:
                 raise CapacityError(
                     f"all {self.config.max_episodes} episode slots are in use; end an episode "
                     "or retry after idle ones expire"
                 )
             limit = self.config.max_episodes_per_client
-            held = self._clients[client] - (replaced is not None and replaced.client == client)
+            held = self._clients[client] - sum(e.client == client for e in replaced)
             if client is not None and held >= limit:
                 raise CapacityError(
                     f"you have {limit} episodes open, as many as one client may; "
@@ -194,13 +195,13 @@ class SessionManager:
             if client is not None:
                 self._clients[client] += 1
             episode.last_active = self._clock()
-            if replaced is not None:
-                self._forget(replaced)
-                self._counts["closed"] += 1
+            for old in replaced:
+                self._forget(old)
+            self._counts["closed"] += len(replaced)
             self._episodes[episode_id] = episode
             self._counts["created"] += 1
-        if replaced is not None:
-            replaced.close()
+        for old in replaced:
+            old.close()
         return episode
 
     def _open_executor(self, question: Question) -> ReadOnlyExecutor:
@@ -334,8 +335,9 @@ class SessionManager:
 MAX_SELECTOR_CHARS = 200
 
 
-def _id(episode: Episode | None) -> str | None:
-    return None if episode is None else episode.episode_id
+def running(episode: Episode | None) -> tuple[Episode, ...]:
+    """A door's running episode, if any, as `create` replaces it."""
+    return () if episode is None else (episode,)
 
 
 def _check_selectors(seed: object, texts: dict[str, object]) -> None:

@@ -11,7 +11,7 @@ started it.
 import uuid
 import weakref
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -80,14 +80,21 @@ class ConnectionEpisodes:
 
     def start(self, keep_previous: bool, **selectors: Any) -> Episode:
         """Open an episode; unless `keep_previous`, the connection's other episodes end."""
-        question = self.manager.choose_question(**selectors)  # a bad selector ends nothing
-        self._close(self.opened if not keep_previous else self._finished())
-        if len(self.opened) >= MAX_EPISODES_PER_CONNECTION:
+        question = self.manager.choose_question(**selectors)
+        leaving = self._finished() if keep_previous else list(self.opened)
+        if len(self.opened) - len(leaving) >= MAX_EPISODES_PER_CONNECTION:
             raise CapacityError(
                 f"this connection has {MAX_EPISODES_PER_CONNECTION} episodes open, as many as "
                 "one connection may keep; end one (end_episode) or start without keep_previous"
             )
-        episode = self.manager.create(question_id=question.id, owner=self.owner, client=self.client)
+        # Opened before the others end, so a start that fails (a full server) ends nothing.
+        episode = self.manager.create(
+            question_id=question.id,
+            owner=self.owner,
+            client=self.client,
+            replacing=self._episodes(leaving),
+        )
+        self._close(leaving)
         self.opened.append(episode.episode_id)
         self.current = episode.episode_id
         return episode
@@ -111,6 +118,14 @@ class ConnectionEpisodes:
             return not self.manager.get(episode_id, self.owner).done
         except UnknownEpisodeError:
             return False
+
+    def _episodes(self, episode_ids: list[str]) -> list[Episode]:
+        """The episodes still open among `episode_ids`."""
+        found = []
+        for episode_id in episode_ids:
+            with suppress(UnknownEpisodeError):
+                found.append(self.manager.get(episode_id, self.owner))
+        return found
 
     def _close(self, episode_ids: list[str]) -> None:
         for episode_id in list(episode_ids):

@@ -34,7 +34,7 @@ from env_core import contract
 from env_core.episode import Episode, ToolResult, refusal
 from env_core.errors import SQLEnvError, UnknownEpisodeError, error_data, shown
 from env_core.sandbox import Work, finish, finish_async
-from env_core.sessions import SessionManager
+from env_core.sessions import SessionManager, running
 
 RESET_OPTIONS = ("seed", "episode_id", "question_id", "db_id", "split")
 CLOSED_MESSAGE = (
@@ -84,7 +84,7 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
                 question_id=question.id,
                 episode_id=episode_id,
                 client=CONNECTION_CLIENT.get(),
-                replacing=self._episode,
+                replacing=running(self._episode),
             )
         except SQLEnvError as error:
             return _reset_error(**error_data(error))

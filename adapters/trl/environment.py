@@ -20,7 +20,7 @@ from typing import Any
 from env_core.episode import Episode, refusal
 from env_core.errors import UnknownEpisodeError
 from env_core.factory import open_sessions
-from env_core.sessions import SessionManager
+from env_core.sessions import SessionManager, running
 from env_core.tools import TOOLS, ToolSpec, tool_specs
 
 
@@ -74,7 +74,7 @@ class SQLEnvTRL:
         question = self._manager.choose_question(
             seed=seed, question_id=question_id, db_id=db_id, split=split
         )
-        episode = self._manager.create(question_id=question.id, replacing=self._episode)
+        episode = self._manager.create(question_id=question.id, replacing=running(self._episode))
         if self._episode is not None:
             self._ending.detach()
         self._episode = episode

@@ -2,6 +2,7 @@
 
 import gc
 import json
+import shutil
 
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session as connect
@@ -240,3 +241,27 @@ async def test_output_schemas_can_be_left_out(manager):
         assert start.structuredContent["db_id"] == "concert_singer"
         result = await client.call_tool("query", {"sql": "SELECT count(*) FROM singer"})
         assert result.structuredContent["data"]["rows"] == [[6]]
+
+
+async def test_a_start_that_cannot_open_its_database_ends_nothing(spider_dir, tmp_path):
+    from env_core.catalog import Catalog
+    from env_core.sessions import SessionConfig, SessionManager
+
+    (tmp_path / "tables.json").symlink_to(spider_dir / "tables.json")
+    for db in ("concert_singer", "pets_1"):
+        shutil.copytree(spider_dir / "database" / db, tmp_path / "database" / db)
+    questions = json.loads((spider_dir / f"{DEV}.json").read_text())
+    kept = [q for q in questions if q["db_id"] in ("concert_singer", "pets_1")]
+    (tmp_path / f"{DEV}.json").write_text(json.dumps(kept))
+    manager = SessionManager(Catalog.load(tmp_path, [DEV]), SessionConfig(split=DEV))
+    try:
+        async with connect(build_episode_server(manager)) as client:
+            await client.call_tool("start_episode", {"db_id": "concert_singer"})
+            shutil.rmtree(tmp_path / "database" / "pets_1")  # gone since the catalog read it
+            refused = await client.call_tool("start_episode", {"db_id": "pets_1"})
+            assert refused.isError
+            assert "the database 'pets_1' cannot be opened right now" in text(refused)
+            counted = await client.call_tool("query", {"sql": "SELECT count(*) FROM singer"})
+            assert counted.structuredContent["data"]["rows"] == [[6]], text(counted)
+    finally:
+        manager.shutdown()
