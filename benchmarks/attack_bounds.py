@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import statistics
 import sys
@@ -161,8 +162,12 @@ async def normal_query_table(door: str, server: LocalServer, database: Path, rou
     sandbox = Sandbox()
     after = ReadOnlyExecutor(database, sandbox=sandbox)
     after.query(NORMAL_SQL)
+    calls = itertools.count()
     old = p50_us(lambda: before.query(NORMAL_SQL), rounds)
-    new = p50_us(lambda: after.query(NORMAL_SQL), rounds)
+    # New text each call: the sandbox runs every one (a repeated one runs in process once the
+    # sandbox has proven it cheap; see env_core.executor.ProvenStatements).
+    new = p50_us(lambda: after.query(f"{NORMAL_SQL} -- call {next(calls)}"), rounds)
+    proven = p50_us(lambda: after.query(NORMAL_SQL), rounds)
     async with episode(door, server.url, CONCERT) as call:
         samples = []
         for _ in range(rounds):
@@ -173,6 +178,7 @@ async def normal_query_table(door: str, server: LocalServer, database: Path, rou
     print(f"normal query p50 ({rounds} rounds): {NORMAL_SQL}")
     print(f"  in process, no sandbox (before): {old:8.1f} µs")
     print(f"  in process, sandbox (after):     {new:8.1f} µs   ratio {new / old:.2f}x")
+    print(f"  … the same text again (proven):  {proven:8.1f} µs   ratio {proven / old:.2f}x")
     print(f"  through the {door} server:{'':<8}{statistics.median(samples):8.1f} µs\n")
 
 
