@@ -42,7 +42,7 @@ from env_core.errors import (
     shortened,
 )
 from env_core.render import visible
-from env_core.sandbox import Job, Rows, SharedRun, Work, finish
+from env_core.sandbox import Job, SharedRun, Work, finish
 from env_core.settings import Settings
 from env_core.tools import check_text
 
@@ -253,11 +253,10 @@ class ProvenStatements:
             self._running[key] = SharedRun()
             return None
 
-    def ran(self, key: tuple[int, str, int], rows: Rows | None) -> None:
-        """The sandbox's rows for the statement (None if it failed or was given up): shared
-        with the calls waiting for them if running it again would do the same work, and kept
+    def ran(self, key: tuple[int, str, int], result: QueryResult | None) -> None:
+        """The sandbox's result for the statement (None if it failed or was given up): shared
+        with the calls waiting for it if running it again would do the same work, and kept
         as its proof if that work was cheap."""
-        result = QueryResult(*rows) if rows is not None else None
         repeatable = result is not None and result.repeatable
         cheap = repeatable and result.elapsed_ms <= self.PROOF_MS
         with self._lock:
@@ -265,7 +264,7 @@ class ProvenStatements:
             trusted = self._overruns.get(key, 0) < self.MAX_OVERRUNS
             if cheap and trusted and len(key[1]) <= self.MAX_SQL_CHARS:
                 _keep(self._proven, key, None, self.ENTRIES)
-        shared.share(rows if repeatable else None)
+        shared.share(result if repeatable else None)
 
     def overran(self, key: tuple[int, str, int]) -> None:
         """The statement overran or failed in process: it loses its proof, for good once this
@@ -436,22 +435,20 @@ class ReadOnlyExecutor:
         key = (self._serial, sql, limit)
         if PROVEN.holds(key):
             try:
-                return self._run(sql, limit, PROVEN.DEADLINE_S)
+                return self._run(sql, limit, proven=True)
             except SQLEnvError:
                 PROVEN.overran(key)
         job = self._job("query", sql, limit, client)
         shared = PROVEN.running(key)
         if shared is not None:  # the same statement is running for another call: wait for it
-            rows = yield shared, job[1]
-            if rows is not None:
-                return QueryResult(*rows)
-            return QueryResult(*(yield job))
-        rows = None
+            result = yield shared, job[1]
+            return result if result is not None else QueryResult(*(yield job))
+        result = None
         try:
-            rows = yield job
-            return QueryResult(*rows)
+            result = QueryResult(*(yield job))
+            return result
         finally:
-            PROVEN.ran(key, rows)
+            PROVEN.ran(key, result)
 
     def _job(
         self, kind: str, argument: str, max_rows: int, client: str | None
@@ -504,18 +501,19 @@ class ReadOnlyExecutor:
     def _past_deadline(self) -> int:
         return 1 if time.monotonic() > self._deadline else 0
 
-    def _run(self, sql: str, limit: int, timeout_s: float | None = None) -> QueryResult:
-        """Run a statement here. With `timeout_s` (a proven statement: see `ProvenStatements`)
-        on a connection that keeps no compiled statements, so that agent SQL run here leaves
-        nothing behind (a cache of wide statements held ~45 MiB per database)."""
+    def _run(self, sql: str, limit: int, *, proven: bool = False) -> QueryResult:
+        """Run a statement here. A `proven` one (see `ProvenStatements`) runs under its own
+        deadline, on a connection that keeps no compiled statements, so that agent SQL run
+        here leaves nothing behind (a cache of wide statements held ~45 MiB per database)."""
         self._follow_changes()
         with self._lock:
             started = time.monotonic()
-            self._deadline = started + (timeout_s or self.limits.timeout_s)
+            timeout_s = PROVEN.DEADLINE_S if proven else self.limits.timeout_s
+            self._deadline = started + timeout_s
             self._denied = None
             self._late = False
             self._repeatable = True  # known only when the statement is compiled afresh
-            connection = self._connection if timeout_s is None else self._uncached_connection()
+            connection = self._uncached_connection() if proven else self._connection
             try:
                 columns, rows, truncated = self._fetch(connection, sql, limit)
             except sqlite3.Error as error:

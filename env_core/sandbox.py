@@ -84,26 +84,27 @@ Result = TypeVar("Result")
 # What a worker sends back for a job: the fields of an `executor.QueryResult`.
 Rows = tuple
 # A call's work: it yields (runner, job) pairs, receives each job's rows and returns its result.
-# The runner is the `Sandbox`, or a `SharedRun` of the same job made by another call.
+# The runner is the `Sandbox`, or a `SharedRun` of the same job made by another call, which
+# gives its result instead.
 Work = Generator[tuple["Sandbox | SharedRun", Job], Any, Result]
 
 
 class SharedRun:
-    """A job another call is running for the same answer: its rows, once it has them, go to
-    every call that waits for them, or None when they cannot be shared (the job failed, or
+    """A job another call is running for the same answer: its result, once it has it, goes
+    to every call that waits for it, or None when it cannot be shared (the job failed, or
     its call was given up) and each waiting call runs the job itself. Waiting is bounded by
     the job, which the sandbox bounds."""
 
     def __init__(self) -> None:
-        self._outcome: concurrent.futures.Future[Rows | None] = concurrent.futures.Future()
+        self._outcome: concurrent.futures.Future[Any] = concurrent.futures.Future()
 
-    def share(self, rows: Rows | None) -> None:
-        self._outcome.set_result(rows)
+    def share(self, result: Any) -> None:
+        self._outcome.set_result(result)
 
-    def run(self, _job: Job) -> Rows | None:
+    def run(self, _job: Job) -> Any:
         return self._outcome.result()
 
-    async def run_async(self, _job: Job) -> Rows | None:
+    async def run_async(self, _job: Job) -> Any:
         # Shielded: one waiting call cancelled must not cancel the outcome for the others.
         return await asyncio.shield(asyncio.wrap_future(self._outcome))
 

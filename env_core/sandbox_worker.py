@@ -75,8 +75,13 @@ def _run(
     except Exception:  # a fault of ours: logged, and the worker goes on
         traceback.print_exc()
         return "error", ("QueryFailedError", "the query could not be run")
-    fields = (result.columns, result.rows, result.truncated, result.elapsed_ms)
-    return "ok", (*fields, result.repeatable)
+    return "ok", (
+        result.columns,
+        result.rows,
+        result.truncated,
+        result.elapsed_ms,
+        result.repeatable,
+    )
 
 
 def _executor(

@@ -87,7 +87,8 @@ class ConnectionEpisodes:
                 f"this connection has {MAX_EPISODES_PER_CONNECTION} episodes open, as many as "
                 "one connection may keep; end one (end_episode) or start without keep_previous"
             )
-        # Opened before the others end, so a start that fails (a full server) ends nothing.
+        # Opened before the others end, so a start that fails (its database cannot be opened)
+        # ends nothing.
         episode = self.manager.create(
             question_id=question.id,
             owner=self.owner,

@@ -77,11 +77,11 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
                 f"it takes: {', '.join(RESET_OPTIONS)}",
             )
         try:
-            question = self._manager.choose_question(
-                seed=seed, question_id=question_id, db_id=db_id, split=split
-            )
             self._episode = self._manager.create(
-                question_id=question.id,
+                seed=seed,
+                question_id=question_id,
+                db_id=db_id,
+                split=split,
                 episode_id=episode_id,
                 client=CONNECTION_CLIENT.get(),
                 replacing=running(self._episode),

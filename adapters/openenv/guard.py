@@ -274,7 +274,7 @@ def _plainly_a_message(text: str) -> bool:
     few brackets to nest too deep and no id to check (nor an escape that could spell one)."""
     return (
         text.lstrip()[:1] == "{"
-        and text.count("[") + text.count("{") <= MAX_NESTING
+        and _too_few_brackets(text, MAX_NESTING)
         and '"id"' not in text
         and "\\u" not in text
     )
@@ -290,8 +290,8 @@ def _json_rpc_request(message: dict[str, Any], path: str) -> Any:
 
 def _nested_deeper_than(value: Any, text: str, limit: int) -> bool:
     """Whether arrays and objects nest deeper than `limit` in `value`, parsed from `text`."""
-    if text.count("[") + text.count("{") <= limit:
-        return False  # the usual frame: too few brackets to nest that deep
+    if _too_few_brackets(text, limit):
+        return False  # the usual frame
     level = [value]
     for _ in range(limit):
         containers = [item for item in level if isinstance(item, list | dict)]
@@ -301,6 +301,11 @@ def _nested_deeper_than(value: Any, text: str, limit: int) -> bool:
             for child in (container.values() if isinstance(container, dict) else container)
         ]
     return any(isinstance(item, list | dict) for item in level)
+
+
+def _too_few_brackets(text: str, depth: int) -> bool:
+    """Whether `text` opens too few arrays and objects to nest deeper than `depth`."""
+    return text.count("[") + text.count("{") <= depth
 
 
 def _id_too_long(request: dict[str, Any]) -> bool:

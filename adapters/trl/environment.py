@@ -71,10 +71,13 @@ class SQLEnvTRL:
         row (`prompt`, ...) are ignored. Options that name no question raise the engine's
         error and leave the running episode as it is.
         """
-        question = self._manager.choose_question(
-            seed=seed, question_id=question_id, db_id=db_id, split=split
+        episode = self._manager.create(
+            seed=seed,
+            question_id=question_id,
+            db_id=db_id,
+            split=split,
+            replacing=running(self._episode),
         )
-        episode = self._manager.create(question_id=question.id, replacing=running(self._episode))
         if self._episode is not None:
             self._ending.detach()
         self._episode = episode

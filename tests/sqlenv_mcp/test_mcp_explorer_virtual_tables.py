@@ -1,10 +1,9 @@
 """Explorer mode describes a virtual table by its definition and never reads it in the server:
 reading one runs its module, which may run a view of the user's file."""
 
-import sqlite3
-
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session as connect
+from test_mcp_explorer_files import make_database
 
 from env_core.executor import ExecutorLimits
 from sqlenv_mcp.explorer import UserDatabases
@@ -16,14 +15,11 @@ FTS5 = "CREATE VIRTUAL TABLE ft USING fts5(x, content='v', content_rowid='x')"
 
 @pytest.fixture
 def indexed_view(tmp_path):
-    path = tmp_path / "notes.sqlite"
-    with sqlite3.connect(path) as connection:
-        connection.executescript(
-            "CREATE TABLE plain(a, b); INSERT INTO plain VALUES (1, 'x');"
-            "CREATE VIEW v AS SELECT 1 AS x UNION ALL SELECT 2;" + FTS5
-        )
-    connection.close()
-    return path
+    return make_database(
+        tmp_path / "notes.sqlite",
+        "CREATE TABLE plain(a, b); INSERT INTO plain VALUES (1, 'x');"
+        "CREATE VIEW v AS SELECT 1 AS x UNION ALL SELECT 2;" + FTS5,
+    )
 
 
 async def test_a_virtual_table_is_described_by_its_definition(indexed_view):
