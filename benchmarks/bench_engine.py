@@ -3,8 +3,9 @@
 For each sampled Spider question the benchmark makes the same calls two ways, interleaved:
 through `Episode.call` (describe, sample, query with the gold SQL), and as the bare sqlite3
 statements a minimal server would run on a reused read-only connection, with minimal text
-formatting. It prints p50/p99 per tool and the ratios ours/floor; "query 1st" is each
-question's first query call alone (both sides compile the statement then).
+formatting. It prints p50/p99 per tool and the ratios ours/floor. "sample 1st" and "query 1st"
+are the first call of each distinct sample and query of the run alone: both sides compile the
+statement then, and ours has no result kept for it yet.
 
     python benchmarks/bench_engine.py --data-dir ../shared/data/spider
 """
@@ -24,9 +25,9 @@ from env_core.executor import quote_identifier
 from env_core.sessions import SessionConfig, SessionManager
 from env_core.sql_analysis import referenced_tables
 
-# A query's first call: ours runs it in the sandbox, and later calls of the same SQL in process
-# once that run proved it cheap (see `env_core.executor.ProvenStatements`).
-FIRST_QUERY = "query 1st"
+# The first call of each distinct sample and query: ours runs a query's in the sandbox, and
+# answers later calls of the same with the result kept (see `env_core.executor.KeptResults`).
+FIRST_CALL = {"sample": "sample 1st", "query": "query 1st"}
 
 
 def floor_describe(connection: sqlite3.Connection, table: str) -> str:
@@ -74,6 +75,7 @@ def measure(catalog: Catalog, split: str, questions: int, repeats: int, seed: in
     )
     chosen = random.Random(seed).sample(catalog.questions(split), questions)
     timings: dict[tuple[str, str], list[float]] = defaultdict(list)
+    called: set[tuple[str, str, str]] = set()
     for question in chosen:
         episode = sessions.create(question_id=question.id)
         path = catalog.database_path(question.db_id)
@@ -81,7 +83,7 @@ def measure(catalog: Catalog, split: str, questions: int, repeats: int, seed: in
         tables = [episode.executor.resolve_table(t) for t in referenced_tables(question.sql)]
         calls = [("describe", {"table": t}) for t in tables]
         calls += [("sample", {"table": tables[0]}), ("query", {"sql": question.sql})]
-        for repeat in range(repeats):
+        for _ in range(repeats):
             for tool, arguments in calls:
                 started = time.perf_counter_ns()
                 bare_call(floor, tool, arguments)
@@ -89,7 +91,11 @@ def measure(catalog: Catalog, split: str, questions: int, repeats: int, seed: in
                 started = time.perf_counter_ns()
                 episode.call(tool, arguments)
                 ours_us = (time.perf_counter_ns() - started) / 1000
-                rows = [tool, FIRST_QUERY] if (tool, repeat) == ("query", 0) else [tool]
+                rows = [tool]
+                call = (question.db_id, tool, repr(arguments))
+                if tool in FIRST_CALL and call not in called:
+                    called.add(call)
+                    rows.append(FIRST_CALL[tool])
                 for row in rows:
                     timings[(row, "floor")].append(floor_us)
                     timings[(row, "ours")].append(ours_us)
@@ -113,7 +119,7 @@ def main() -> None:
         f"{'tool':<9}{'floor p50':>10}{'floor p99':>10}{'ours p50':>10}{'ours p99':>10}"
         f"{'p50 ratio':>11}{'p99 ratio':>11}{'calls':>8}"
     )
-    for tool in ("describe", "sample", "query", FIRST_QUERY):
+    for tool in ("describe", "sample", "query", *FIRST_CALL.values()):
         floor, ours = timings[(tool, "floor")], timings[(tool, "ours")]
         f50, f99, o50, o99 = (
             percentile(floor, 50),

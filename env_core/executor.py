@@ -13,6 +13,8 @@ With a `Sandbox`, agent SQL runs in a worker process instead (see `env_core.sand
 also bounds the time and memory SQLite spends *preparing* a statement. Only calls that are
 bounded by construction run here: describe (read once, cached), sample on a plain table, and
 agent SQL the sandbox has already run quickly on the same unchanging file (`ProvenStatements`).
+Results read from an unchanging file are kept and given again without running any SQL
+(`KeptResults`).
 Functions that cannot be interrupted are replaced on every connection, so a schema expression
 (a generated column or a view in the user's file) cannot call them either.
 """
@@ -28,6 +30,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from sys import getsizeof
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -283,6 +286,71 @@ def _keep(newest: OrderedDict, key: Any, value: Any, entries: int) -> None:
 
 
 PROVEN = ProvenStatements()
+
+
+class KeptResults:
+    """Results read from files that never change, kept to be given again without running any
+    SQL: a statement that calls no function of chance or the clock (`QueryResult.repeatable`)
+    reads the same rows from the same file every time, and agents ask again and again (every
+    rollout of a question samples the same tables and tries the same queries). Like proofs,
+    results are kept for the executor that read them, never shared with another session
+    manager, and let go when it closes. Bounded: the newest results, `max_bytes` in all with
+    their statements (`result_bytes`); a result over `max_result_bytes` is not kept."""
+
+    # What an entry holds beside its statement and result: its key, its pair, its place.
+    ENTRY_BYTES = 256
+
+    def __init__(self, max_bytes: int = 32 << 20, max_result_bytes: int = 1 << 20) -> None:
+        self.max_bytes = max_bytes
+        self.max_result_bytes = max_result_bytes
+        self._lock = threading.Lock()
+        self._results: OrderedDict[tuple[int, str, int], tuple[QueryResult, int]] = OrderedDict()
+        self.bytes = 0
+
+    def get(self, key: tuple[int, str, int]) -> QueryResult | None:
+        with self._lock:
+            kept = self._results.get(key)
+            if kept is None:
+                return None
+            self._results.move_to_end(key)
+            return kept[0]
+
+    def keep(self, key: tuple[int, str, int], result: QueryResult) -> QueryResult:
+        """Keep `result` if it is repeatable and small enough; returns it."""
+        size = result_bytes(result) + getsizeof(key[1]) + self.ENTRY_BYTES
+        if not result.repeatable or size > self.max_result_bytes:
+            return result
+        with self._lock:
+            self._drop(key)
+            self._results[key] = result, size
+            self.bytes += size
+            while self.bytes > self.max_bytes:
+                self._drop(next(iter(self._results)))
+        return result
+
+    def forget(self, serial: int) -> None:
+        """Let go of the results an executor read (it has closed)."""
+        with self._lock:
+            for key in [key for key in self._results if key[0] == serial]:
+                self._drop(key)
+
+    def _drop(self, key: tuple[int, str, int]) -> None:
+        kept = self._results.pop(key, None)
+        if kept is not None:
+            self.bytes -= kept[1]
+
+
+def result_bytes(result: QueryResult) -> int:
+    """The memory a result holds: its tuples and every cell, counted whole (a text of emoji
+    takes four bytes a character), shared ones too, so never less than it holds."""
+    size = getsizeof(result.columns) + sum(map(getsizeof, result.columns))
+    size += getsizeof(result.rows)
+    for row in result.rows:
+        size += getsizeof(row) + sum(map(getsizeof, row))
+    return size
+
+
+KEPT = KeptResults()
 _SERIALS = itertools.count()
 
 
@@ -365,6 +433,7 @@ class ReadOnlyExecutor:
             self._users -= 1
             if self._users == 0:
                 self._close_connections()
+                KEPT.forget(self._serial)
 
     def resolve_table(self, name: str) -> str:
         """The table's real name from `sqlite_master`: the name itself, else the table SQLite
@@ -399,23 +468,31 @@ class ReadOnlyExecutor:
     def sample_work(
         self, schema: TableSchema, n: int = 5, *, client: str | None = None
     ) -> Work[QueryResult]:
-        """Sample a table (as `describe` returned it) as a call (see `env_core.sandbox`): in
-        process on a plain table, whose rows are bounded by its width; in the sandbox when
-        reading it computes expressions. `client`: whom the sandbox serves it for."""
+        """Sample a table (as `describe` returned it) as a call (see `env_core.sandbox`): the
+        result kept (`KEPT`) if it was read before, else in process on a plain table, whose
+        rows are bounded by its width, and in the sandbox when reading it computes
+        expressions. `client`: whom the sandbox serves it for."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidArgumentError("n must be a whole number of rows, at least 1")
         n = min(n, self.limits.max_sample_rows)
-        if self.sandbox is not None and (
-            schema.computed or len(schema.columns) > INLINE_SAMPLE_COLUMNS
-        ):
-            return QueryResult(*(yield self._job("sample", schema.name, n, client)))
-        return self._run(f"SELECT * FROM {quote_identifier(schema.name)} LIMIT {n}", n)
+        sql = f"SELECT * FROM {quote_identifier(schema.name)} LIMIT {n}"
+        if self.sandbox is None:
+            return self._run(sql, n)
+        key = (self._serial, sql, n)
+        if self.immutable and (kept := KEPT.get(key)) is not None:
+            return kept
+        if schema.computed or len(schema.columns) > INLINE_SAMPLE_COLUMNS:
+            result = QueryResult(*(yield self._job("sample", schema.name, n, client)))
+        else:
+            result = self._run(sql, n)
+        return KEPT.keep(key, result) if self.immutable else result
 
     def query_work(
         self, sql: str, max_rows: int | None = None, *, client: str | None = None
     ) -> Work[QueryResult]:
-        """Run agent SQL as a call: in the sandbox when there is one (for `client`), unless
-        `PROVEN` says it may run in process, or another call is running it already."""
+        """Run agent SQL as a call: in the sandbox when there is one (for `client`), unless its
+        result is kept (`KEPT`), `PROVEN` says it may run in process, or another call is
+        running it already."""
         if not isinstance(sql, str) or not sql.strip():
             raise InvalidArgumentError("sql must be a non-empty SELECT statement")
         check_text("sql", sql)
@@ -433,9 +510,12 @@ class ReadOnlyExecutor:
         if not self.immutable:
             return QueryResult(*(yield self._job("query", sql, limit, client)))
         key = (self._serial, sql, limit)
+        kept = KEPT.get(key)
+        if kept is not None:
+            return kept
         if PROVEN.holds(key):
             try:
-                return self._run(sql, limit, proven=True)
+                return KEPT.keep(key, self._run(sql, limit, proven=True))
             except SQLEnvError:
                 PROVEN.overran(key)
         job = self._job("query", sql, limit, client)
@@ -445,7 +525,7 @@ class ReadOnlyExecutor:
             return result if result is not None else QueryResult(*(yield job))
         result = None
         try:
-            result = QueryResult(*(yield job))
+            result = KEPT.keep(key, QueryResult(*(yield job)))
             return result
         finally:
             PROVEN.ran(key, result)

@@ -2,7 +2,8 @@
 and nothing else does: not a statement that is slow to compile or to run, nor one that calls
 chance or the clock, nor one on a file that may change. A statement that takes longer in
 process than its proof said twice goes back to the sandbox for good, and a run in process keeps
-nothing compiled. A proof holds for its own executor."""
+nothing compiled. A proof holds for its own executor. No result is kept here (`KEPT`), or a
+statement asked again would not run at all."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from process_memory import MIB, PAGE
 
 from env_core.errors import QueryRejectedError
-from env_core.executor import PROVEN, ReadOnlyExecutor
+from env_core.executor import KEPT, PROVEN, ReadOnlyExecutor
 from env_core.sandbox import Sandbox
 
 CONCERT = "concert_singer"
@@ -35,6 +36,11 @@ UNREPEATABLE = [
     "SELECT Name FROM singer WHERE strftime('%S', 'now') = '00'",
     "SELECT Name FROM singer WHERE CURRENT_TIMESTAMP > '2000'",
 ]
+
+
+@pytest.fixture(autouse=True)
+def no_kept_results(monkeypatch):
+    monkeypatch.setattr(KEPT, "max_result_bytes", -1)
 
 
 @pytest.fixture
