@@ -52,12 +52,18 @@ Attack = Callable[[str], Awaitable[str]]  # one attack on the server at this URL
 
 
 def tool_attack(door: str, tool: str, arguments: dict) -> Attack:
-    """One tool call in an episode of its own; the wall time counts the call alone."""
+    """One tool call in an episode of its own; the wall time counts the call alone. A query is
+    sent with new text each time (a numbered comment), as an attacker would: the same text
+    would share one run, or be given the result kept from the last."""
+    sent = itertools.count()
 
     async def attack(url: str) -> str:
+        varied = dict(arguments)
+        if tool == "query":
+            varied["sql"] = f"{arguments['sql']} -- {next(sent)}"
         async with episode(door, url, CONCERT) as call:
             await call("query", {"sql": "SELECT 1"})
-            return (await call(tool, arguments)).splitlines()[0]
+            return (await call(tool, varied)).splitlines()[0]
 
     return attack
 
