@@ -298,7 +298,7 @@ class KeptResults:
     their statements (`result_bytes`); a result over `max_result_bytes` is not kept."""
 
     # What an entry holds beside its statement and result: its key, its pair, its place.
-    ENTRY_BYTES = 256
+    ENTRY_BYTES = 400
 
     def __init__(self, max_bytes: int = 32 << 20, max_result_bytes: int = 1 << 20) -> None:
         self.max_bytes = max_bytes
@@ -317,7 +317,7 @@ class KeptResults:
 
     def keep(self, key: tuple[int, str, int], result: QueryResult) -> QueryResult:
         """Keep `result` if it is repeatable and small enough; returns it."""
-        size = result_bytes(result) + getsizeof(key[1]) + self.ENTRY_BYTES
+        size = result_bytes(result) + held((key[1],)) + self.ENTRY_BYTES
         if not result.repeatable or size > self.max_result_bytes:
             return result
         with self._lock:
@@ -340,13 +340,27 @@ class KeptResults:
             self.bytes -= kept[1]
 
 
+# Python's allocator gives every object a multiple of this.
+ALIGNMENT = 16
+
+
 def result_bytes(result: QueryResult) -> int:
-    """The memory a result holds: its tuples and every cell, counted whole (a text of emoji
-    takes four bytes a character), shared ones too, so never less than it holds."""
-    size = getsizeof(result.columns) + sum(map(getsizeof, result.columns))
-    size += getsizeof(result.rows)
+    """The memory a result holds, never less: its tuples and every cell, shared ones too (see
+    `held`)."""
+    size = held(result.columns) + getsizeof(result.rows) + ALIGNMENT - 1
     for row in result.rows:
-        size += getsizeof(row) + sum(map(getsizeof, row))
+        size += held(row)
+    return size
+
+
+def held(values: tuple) -> int:
+    """What a tuple and the values in it hold, each rounded up as the allocator rounds it; a
+    text that is not ASCII with the UTF-8 copy it keeps once something has encoded it (a
+    door's JSON, SQLite), which can triple a Latin-1 text."""
+    size = getsizeof(values) + sum(map(getsizeof, values)) + (ALIGNMENT - 1) * (len(values) + 1)
+    for value in values:
+        if type(value) is str and not value.isascii():
+            size += len(value.encode("utf-8", "surrogatepass")) + 1
     return size
 
 
@@ -485,7 +499,7 @@ class ReadOnlyExecutor:
             result = QueryResult(*(yield self._job("sample", schema.name, n, client)))
         else:
             result = self._run(sql, n)
-        return KEPT.keep(key, result) if self.immutable else result
+        return self._keep(key, result) if self.immutable else result
 
     def query_work(
         self, sql: str, max_rows: int | None = None, *, client: str | None = None
@@ -515,7 +529,7 @@ class ReadOnlyExecutor:
             return kept
         if PROVEN.holds(key):
             try:
-                return KEPT.keep(key, self._run(sql, limit, proven=True))
+                return self._keep(key, self._run(sql, limit, proven=True))
             except SQLEnvError:
                 PROVEN.overran(key)
         job = self._job("query", sql, limit, client)
@@ -525,10 +539,18 @@ class ReadOnlyExecutor:
             return result if result is not None else QueryResult(*(yield job))
         result = None
         try:
-            result = KEPT.keep(key, QueryResult(*(yield job)))
+            result = self._keep(key, QueryResult(*(yield job)))
             return result
         finally:
             PROVEN.ran(key, result)
+
+    def _keep(self, key: tuple[int, str, int], result: QueryResult) -> QueryResult:
+        """Keep a result (see `KEPT`) while this executor is open: a call that was running
+        when the last user closed it keeps nothing, or nothing would let its result go."""
+        with self._lock:
+            if self._users:
+                KEPT.keep(key, result)
+        return result
 
     def _job(
         self, kind: str, argument: str, max_rows: int, client: str | None

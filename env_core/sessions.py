@@ -291,14 +291,18 @@ class SessionManager:
     def reap(self) -> int:
         """Close episodes idle for longer than the TTL; returns how many."""
         cutoff = self._clock() - self.config.idle_ttl_s
+        return self._end(lambda episode: episode.last_active < cutoff, "reaped")
+
+    def _end(self, chosen: Callable[[Episode], bool], counter: str) -> int:
+        """Close the chosen episodes, whoever owns them, counted under `counter`."""
         with self._lock:
-            idle = [e for e in self._episodes.values() if e.last_active < cutoff]
-            for episode in idle:
+            ended = [episode for episode in self._episodes.values() if chosen(episode)]
+            for episode in ended:
                 self._forget(episode)
-            self._counts["reaped"] += len(idle)
-        for episode in idle:
+            self._counts[counter] += len(ended)
+        for episode in ended:
             episode.close()
-        return len(idle)
+        return len(ended)
 
     def start_reaper(self, interval_s: float | None = None) -> None:
         """Reap idle episodes in a background thread until `shutdown`."""
@@ -317,10 +321,7 @@ class SessionManager:
         self._stopping.set()
         if self._reaper is not None:
             self._reaper.join()
-        with self._lock:
-            episodes = list(self._episodes)
-        for episode_id in episodes:
-            self.close(episode_id)
+        self._end(lambda _episode: True, "closed")
         with self._lock:
             executors, self._executors = list(self._executors.values()), {}
         for executor in executors:

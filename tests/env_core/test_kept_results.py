@@ -1,20 +1,25 @@
 """A result read from a file that never changes is kept and given again without running any SQL,
-for the executor that read it only, until it closes; never a result of chance or the clock, nor
-one from a file that may change. What is kept stays within its bound, in memory as estimated."""
+for the executor that read it only, until it closes (even while a call is running, and whoever
+owns the episodes); never a result of chance or the clock, nor one from a file that may change.
+What is kept stays within its bound, in memory as Python counts it, after a door has sent it."""
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 import tracemalloc
 
 import pytest
+from mcp.types import JSONRPCMessage, JSONRPCResponse
 
 from env_core.errors import QueryRejectedError
-from env_core.executor import KEPT, ReadOnlyExecutor
+from env_core.executor import KEPT, PROVEN, ReadOnlyExecutor
 from env_core.sandbox import Sandbox
 from env_core.sessions import SessionConfig, SessionManager
+from sqlenv_mcp.results import step_result
 
 CONCERT = "concert_singer"
+DEV = "dev_without_wta_1"
 CHEAP = "SELECT Name, Age FROM singer WHERE Age > 30 ORDER BY Age"
 # ~30 ms in a worker, too slow to be proven cheap (see PROVEN): only a kept result skips it.
 SLOW = (
@@ -163,3 +168,103 @@ def test_kept_results_stay_within_their_bound_in_memory(open_executor, monkeypat
     assert executor.query(newest) is results[-1]
     monkeypatch.setattr(KEPT, "max_result_bytes", 100)
     assert executor.query(CHEAP) is not executor.query(CHEAP)
+
+
+def held_by_kept(serial: int) -> tuple[int, int]:
+    """(bytes counted, bytes really freed) when the executor's kept results are let go."""
+    gc.collect()
+    counted, before = KEPT.bytes, tracemalloc.get_traced_memory()[0]
+    KEPT.forget(serial)
+    gc.collect()
+    return counted - KEPT.bytes, before - tracemalloc.get_traced_memory()[0]
+
+
+def send_over_mcp(episode_id: str, result) -> str:
+    """What the MCP stdio / streamable HTTP transports do with a tool's result."""
+    dumped = step_result(episode_id, result).model_dump(
+        by_alias=True, mode="json", exclude_none=True
+    )
+    message = JSONRPCMessage(JSONRPCResponse(jsonrpc="2.0", id=1, result=dumped))
+    return message.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def test_non_ascii_results_sent_over_mcp_hold_no_more_than_counted(spider_catalog):
+    """Latin-1 text takes a byte a character until pydantic's JSON encoder caches its UTF-8
+    form in the string, then three."""
+    manager = SessionManager(spider_catalog, SessionConfig(split=DEV))
+    text = "\u00e9" * 480
+    tracemalloc.start()
+    try:
+        episode = manager.create(question_id=f"{DEV}:1")
+        for n in range(12):
+            sql = (
+                f"WITH RECURSIVE c(x) AS (SELECT {n} UNION ALL SELECT x + 1 FROM c LIMIT 20) "
+                f"SELECT '{text}' || x FROM c"
+            )
+            result = episode.call("query", {"sql": sql})
+            assert result.ok
+            send_over_mcp(episode.episode_id, result)
+            del result
+        serial = episode.executor._serial
+        manager.close(episode.episode_id)
+        del episode  # with its history: only KEPT holds the results now
+        counted, real = held_by_kept(serial)
+    finally:
+        tracemalloc.stop()
+        manager.shutdown()
+    assert counted > 0
+    assert real <= counted, f"kept results hold {real} bytes, counted as {counted}"
+
+
+def test_small_results_hold_no_more_than_counted(open_executor, monkeypatch):
+    executor = open_executor()
+    """An entry's own objects weigh most in a small result. PROVEN, which shares the
+    statement's text, keeps only the newest 2,048 statements: it is kept out of the way here,
+    as it is for most of 32 MiB of small results."""
+    monkeypatch.setattr(PROVEN, "PROOF_MS", -1.0)
+    tracemalloc.start()
+    try:
+        for n in range(600):
+            executor.query(f"SELECT {n} + 1000")
+        counted, real = held_by_kept(executor._serial)
+    finally:
+        tracemalloc.stop()
+    assert counted > 0
+    assert real <= counted, f"kept results hold {real} bytes, counted as {counted}"
+
+
+def test_a_result_arriving_after_its_executor_closed_is_not_kept(spider_dir, sandbox):
+    path = spider_dir / "database" / CONCERT / f"{CONCERT}.sqlite"
+    executor = ReadOnlyExecutor(path, sandbox=sandbox)
+    before = KEPT.bytes
+    work = executor.query_work(CHEAP)
+    runner, job = next(work)
+    outcome = runner.run(job)  # the worker answers ...
+    executor.close()  # ... while the last user closes the executor
+    with pytest.raises(StopIteration):
+        work.send(outcome)
+    assert KEPT.bytes == before
+
+
+def test_a_step_in_flight_at_shutdown_leaves_nothing_kept(spider_catalog):
+    before = KEPT.bytes
+    manager = SessionManager(spider_catalog, SessionConfig(split=DEV))
+    episode = manager.create(question_id=f"{DEV}:1")
+    work = manager.work(episode.episode_id, "query", {"sql": CHEAP})
+    runner, job = next(work)
+    outcome = runner.run(job)  # the worker answers while the manager shuts down
+    manager.shutdown()
+    with pytest.raises(StopIteration):
+        work.send(outcome)
+    assert KEPT.bytes == before
+
+
+def test_shutdown_lets_go_of_the_results_of_owned_episodes(spider_catalog):
+    """Every MCP connection's episodes have an owner, as have an assessment's seats."""
+    before = KEPT.bytes
+    manager = SessionManager(spider_catalog, SessionConfig(split=DEV))
+    episode = manager.create(question_id=f"{DEV}:1", owner="connection-1")
+    assert episode.call("query", {"sql": CHEAP}).ok
+    assert KEPT.bytes > before
+    manager.shutdown()
+    assert KEPT.bytes == before
