@@ -233,16 +233,20 @@ def test_small_results_hold_no_more_than_counted(open_executor, monkeypatch):
     assert real <= counted, f"kept results hold {real} bytes, counted as {counted}"
 
 
+def answered_while_closing(work, close) -> None:
+    """Drive a call whose worker answers while `close` runs."""
+    runner, job = next(work)
+    outcome = runner.run(job)
+    close()
+    with pytest.raises(StopIteration):
+        work.send(outcome)
+
+
 def test_a_result_arriving_after_its_executor_closed_is_not_kept(spider_dir, sandbox):
     path = spider_dir / "database" / CONCERT / f"{CONCERT}.sqlite"
     executor = ReadOnlyExecutor(path, sandbox=sandbox)
     before = KEPT.bytes
-    work = executor.query_work(CHEAP)
-    runner, job = next(work)
-    outcome = runner.run(job)  # the worker answers ...
-    executor.close()  # ... while the last user closes the executor
-    with pytest.raises(StopIteration):
-        work.send(outcome)
+    answered_while_closing(executor.query_work(CHEAP), executor.close)
     assert KEPT.bytes == before
 
 
@@ -251,11 +255,7 @@ def test_a_step_in_flight_at_shutdown_leaves_nothing_kept(spider_catalog):
     manager = SessionManager(spider_catalog, SessionConfig(split=DEV))
     episode = manager.create(question_id=f"{DEV}:1")
     work = manager.work(episode.episode_id, "query", {"sql": CHEAP})
-    runner, job = next(work)
-    outcome = runner.run(job)  # the worker answers while the manager shuts down
-    manager.shutdown()
-    with pytest.raises(StopIteration):
-        work.send(outcome)
+    answered_while_closing(work, manager.shutdown)
     assert KEPT.bytes == before
 
 
