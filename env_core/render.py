@@ -76,7 +76,7 @@ def schema_text(schema: TableSchema) -> str:
         title = f"{schema.kind} {schema.name}: {_how_to_read(schema.kind)}"
         lines = [title, "definition:", *(f"  {line}" for line in definition.splitlines())]
         return _visible_lines(lines)
-    lines = [f"table {schema.name}: {_row_count_text(schema.row_count)}", "columns:"]
+    lines = [f"table {schema.name}: {row_count_text(schema.row_count)}", "columns:"]
     for column in schema.columns:
         flags = [column.type or "untyped"]
         if column.primary_key:
@@ -100,7 +100,8 @@ def _how_to_read(kind: str) -> str:
     return "sample or query it to see its columns"
 
 
-def _row_count_text(row_count: int | None) -> str:
+def row_count_text(row_count: int | None) -> str:
+    """A table's size as every tool shows it (None: not counted within the query timeout)."""
     return "too many rows to count in time" if row_count is None else f"{row_count} rows"
 
 

@@ -143,9 +143,7 @@ def row_counts(schemas: dict[str, dict[str, TableSchema]]) -> dict[str, dict[str
 
 
 def _size(schema: TableSchema) -> str:
-    if schema.kind != "table":
-        return schema.kind
-    return "rows not counted" if schema.row_count is None else f"{schema.row_count} rows"
+    return render.row_count_text(schema.row_count) if schema.kind == "table" else schema.kind
 
 
 def register_explorer_tools(

@@ -19,6 +19,7 @@ from adversarial import cte_chain
 from env_core.errors import UnknownTableError
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
 from env_core.render import schema_text
+from sqlenv_mcp.explorer import listing_text
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 ENDLESS_VIEW = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c"
@@ -65,6 +66,7 @@ from pathlib import Path
 from env_core.errors import ToolError
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
 from env_core.render import schema_text
+from sqlenv_mcp.explorer import listing_text
 from env_core.sandbox import Sandbox
 
 sandbox = Sandbox(workers=1)
@@ -176,6 +178,10 @@ def test_a_table_too_large_to_count_in_time_has_no_row_count(tmp_path):
     assert described.row_count is None
     assert [c.name for c in described.columns] == ["n"]
     assert schema_text(described).startswith("table numbers: too many rows to count in time\n")
+    # The explorer's list_tables says it in the same words.
+    assert listing_text({"large": {"numbers": described}}) == (
+        "large: numbers (too many rows to count in time)"
+    )
     executor.close()
 
 
