@@ -315,18 +315,19 @@ class KeptResults:
             self._results.move_to_end(key)
             return kept[0]
 
-    def keep(self, key: tuple[int, str, int], result: QueryResult) -> QueryResult:
-        """Keep `result` if it is repeatable and small enough; returns it."""
+    def keep(self, key: tuple[int, str, int], result: QueryResult) -> None:
+        """Keep `result` if it is repeatable and small enough."""
+        if not result.repeatable:
+            return
         size = result_bytes(result) + held((key[1],)) + self.ENTRY_BYTES
-        if not result.repeatable or size > self.max_result_bytes:
-            return result
+        if size > self.max_result_bytes:
+            return
         with self._lock:
             self._drop(key)
             self._results[key] = result, size
             self.bytes += size
             while self.bytes > self.max_bytes:
                 self._drop(next(iter(self._results)))
-        return result
 
     def forget(self, serial: int) -> None:
         """Let go of the results an executor read (it has closed)."""
@@ -493,13 +494,14 @@ class ReadOnlyExecutor:
         if self.sandbox is None:
             return self._run(sql, n)
         key = (self._serial, sql, n)
-        if self.immutable and (kept := KEPT.get(key)) is not None:
+        kept = self._kept(key)
+        if kept is not None:
             return kept
         if schema.computed or len(schema.columns) > INLINE_SAMPLE_COLUMNS:
             result = QueryResult(*(yield self._job("sample", schema.name, n, client)))
         else:
             result = self._run(sql, n)
-        return self._keep(key, result) if self.immutable else result
+        return self._keep(key, result)
 
     def query_work(
         self, sql: str, max_rows: int | None = None, *, client: str | None = None
@@ -524,7 +526,7 @@ class ReadOnlyExecutor:
         if not self.immutable:
             return QueryResult(*(yield self._job("query", sql, limit, client)))
         key = (self._serial, sql, limit)
-        kept = KEPT.get(key)
+        kept = self._kept(key)
         if kept is not None:
             return kept
         if PROVEN.holds(key):
@@ -544,12 +546,19 @@ class ReadOnlyExecutor:
         finally:
             PROVEN.ran(key, result)
 
+    def _kept(self, key: tuple[int, str, int]) -> QueryResult | None:
+        return KEPT.get(key) if self.immutable else None
+
     def _keep(self, key: tuple[int, str, int], result: QueryResult) -> QueryResult:
-        """Keep a result (see `KEPT`) while this executor is open: a call that was running
-        when the last user closed it keeps nothing, or nothing would let its result go."""
-        with self._lock:
-            if self._users:
-                KEPT.keep(key, result)
+        """Keep a result read from a file that never changes (see `KEPT`). A call that was
+        running when the last user closed this executor leaves nothing kept, or nothing would
+        let its result go; the result is sized outside this executor's lock."""
+        if self.immutable:
+            KEPT.keep(key, result)
+            with self._lock:
+                closed = not self._users
+            if closed:
+                KEPT.forget(self._serial)
         return result
 
     def _job(

@@ -14,7 +14,6 @@ from mcp.types import JSONRPCMessage, JSONRPCResponse
 
 from env_core.errors import QueryRejectedError
 from env_core.executor import KEPT, PROVEN, ReadOnlyExecutor
-from env_core.sandbox import Sandbox
 from env_core.sessions import SessionConfig, SessionManager
 from sqlenv_mcp.results import step_result
 
@@ -26,27 +25,6 @@ SLOW = (
     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) "
     "SELECT count(*) FROM c"
 )
-
-
-@pytest.fixture
-def sandbox():
-    pool = Sandbox(workers=1, memory_mb=64)
-    yield pool
-    pool.close()
-
-
-@pytest.fixture
-def open_executor(spider_dir, sandbox):
-    opened = []
-
-    def open_executor() -> ReadOnlyExecutor:
-        path = spider_dir / "database" / CONCERT / f"{CONCERT}.sqlite"
-        opened.append(ReadOnlyExecutor(path, sandbox=sandbox))
-        return opened[-1]
-
-    yield open_executor
-    for executor in opened:
-        executor.close()
 
 
 def test_a_sample_asked_again_is_the_result_kept(open_executor):

@@ -43,27 +43,6 @@ def no_kept_results(monkeypatch):
     monkeypatch.setattr(KEPT, "max_result_bytes", -1)
 
 
-@pytest.fixture
-def sandbox():
-    pool = Sandbox(workers=1, memory_mb=64)
-    yield pool
-    pool.close()
-
-
-@pytest.fixture
-def open_executor(spider_dir, sandbox):
-    opened = []
-
-    def open_executor(*, immutable: bool = True) -> ReadOnlyExecutor:
-        path = spider_dir / "database" / CONCERT / f"{CONCERT}.sqlite"
-        opened.append(ReadOnlyExecutor(path, immutable=immutable, sandbox=sandbox))
-        return opened[-1]
-
-    yield open_executor
-    for executor in opened:
-        executor.close()
-
-
 def runs_without_the_sandbox(executor: ReadOnlyExecutor, sandbox: Sandbox, sql: str) -> bool:
     """Whether `sql` still runs once the sandbox is closed (the sandbox ends with it)."""
     sandbox.close()
