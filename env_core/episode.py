@@ -246,14 +246,14 @@ class Episode:
     def _explore(self, tool: str, arguments: dict[str, Any]) -> Work[tuple[str, dict, str | None]]:
         if tool == "describe":
             schema = self.executor.describe(arguments["table"])
-            return render.schema_text(schema), render.schema_data(schema), schema.name
+            return schema.text, render.schema_data(schema), schema.name
         if tool == "sample":
             schema = self.executor.describe(arguments["table"])
             n = arguments.get("n", 5)
             result = yield from self.executor.sample_work(schema, n, client=self.client)
-            return render.rows_text(result), render.rows_data(result), schema.name
+            return result.text, render.rows_data(result), schema.name
         result = yield from self.executor.query_work(arguments["sql"], client=self.client)
-        return render.rows_text(result), render.rows_data(result), None
+        return result.text, render.rows_data(result), None
 
     def _finish_step(
         self, tool: str, ok: bool, text: str, data: dict, arguments: dict, table: str | None

@@ -21,6 +21,7 @@ Functions that cannot be interrupted are replaced on every connection, so a sche
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import sqlite3
@@ -44,7 +45,7 @@ from env_core.errors import (
     UnknownTableError,
     shortened,
 )
-from env_core.render import visible
+from env_core.render import rows_text, schema_text, visible
 from env_core.sandbox import Job, SharedRun, Work, finish
 from env_core.settings import Settings
 from env_core.tools import check_text
@@ -84,6 +85,12 @@ class QueryResult:
     # are compiled afresh, as in a sandbox worker.
     repeatable: bool = True
 
+    @functools.cached_property
+    def text(self) -> str:
+        """The rows as a language model reads them, rendered once: a kept result is given
+        again and again."""
+        return rows_text(self)
+
 
 @dataclass(frozen=True)
 class Column:
@@ -114,6 +121,11 @@ class TableSchema:
     # the sandbox).
     definition: str | None = None
     kind: str = "table"  # "table", "view" or "virtual table"
+
+    @functools.cached_property
+    def text(self) -> str:
+        """The table as a language model reads it, rendered once: a schema is read once."""
+        return schema_text(self)
 
 
 _ALLOWED_ACTIONS = frozenset(
@@ -347,8 +359,8 @@ ALIGNMENT = 16
 
 def result_bytes(result: QueryResult) -> int:
     """The memory a result holds, never less: its tuples and every cell, shared ones too (see
-    `held`)."""
-    size = held(result.columns) + getsizeof(result.rows) + ALIGNMENT - 1
+    `held`), and its text."""
+    size = held(result.columns) + held((result.text,)) + getsizeof(result.rows) + ALIGNMENT - 1
     for row in result.rows:
         size += held(row)
     return size

@@ -164,14 +164,14 @@ def register_explorer_tools(
         name, executor = databases.executor(database)
         if tool == "describe":
             schema = executor.describe(arguments["table"])
-            return name, render.schema_text(schema), render.schema_data(schema)
+            return name, schema.text, render.schema_data(schema)
         if tool == "sample":
             n = arguments.get("n", DEFAULT_SAMPLE_ROWS)
             schema = executor.describe(arguments["table"])
             result = await finish_async(executor.sample_work(schema, n))
         else:
             result = await finish_async(executor.query_work(arguments["sql"]))
-        return name, render.rows_text(result), render.rows_data(result)
+        return name, result.text, render.rows_data(result)
 
     def calls_of(tool: str) -> Handler:
         async def call(_ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
