@@ -10,7 +10,8 @@ bounded in time and memory, and all calls together by `workers` x (worker + budg
 
 A call's `Work` (see `ReadOnlyExecutor.query_work`) is a generator that yields the jobs it
 needs run and receives their results; `finish` and `finish_async` drive it, blocking a thread
-or awaiting the event loop (no thread hop).
+or awaiting the event loop (no thread hop, but for a job that waited in line for a worker: see
+`_LoopWaiter`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -202,6 +204,8 @@ class Worker:
 Running = tuple[Worker, float]
 # What a waiter is handed: its job running, or the error that kept it from starting.
 Grant = Running | SQLEnvError
+# Where a job's outcome goes: its rows, or the error it ended with.
+Tell = Callable[["Rows | None", "BaseException | None"], None]
 WaiterT = TypeVar("WaiterT", bound="_Waiter")
 
 
@@ -228,26 +232,21 @@ class Sandbox:
     def run(self, job: Job) -> Rows:
         grant = self._take(lambda: _ThreadWaiter(job))
         if isinstance(grant, _ThreadWaiter):
-            worker, sent = self._await_thread_grant(grant)
+            running = self._await_thread_grant(grant)
         else:
-            worker, sent = self._dispatch(grant, job)
-        try:
-            reply = worker.wait_reply(_time_left(job, sent))
-        except BaseException as error:
-            raise self._lost(worker, error) from None
-        return self._settle(worker, job, reply)
+            running = self._dispatch(grant, job)
+        return self._rows(running, job)
 
     async def run_async(self, job: Job) -> Rows:
         loop = asyncio.get_running_loop()
         grant = self._take(lambda: _LoopWaiter(self, loop, job))
         if isinstance(grant, _LoopWaiter):
             try:
-                worker, sent = await grant.wait()
+                return await grant.wait()
             except BaseException:
                 self._withdraw(grant)
                 raise
-        else:
-            worker, sent = self._dispatch(grant, job)
+        worker, sent = self._dispatch(grant, job)
         return await self._watch(worker, job, sent, loop.create_future())
 
     def warm(self) -> None:
@@ -361,6 +360,28 @@ class Sandbox:
             return QueryRejectedError.over_memory(self.memory_mb)
         return error
 
+    def _rows(self, running: Running, job: Job) -> Rows:
+        """Wait in this thread for the reply of a job running, and settle it."""
+        worker, sent = running
+        try:
+            reply = worker.wait_reply(_time_left(job, sent))
+        except BaseException as error:
+            raise self._lost(worker, error) from None
+        return self._settle(worker, job, reply)
+
+    def _rows_in_thread(self, running: Running, job: Job, tell: Tell) -> None:
+        """Settle a job running in a thread of its own, and `tell` its outcome."""
+
+        def settle() -> None:
+            try:
+                rows = self._rows(running, job)
+            except Exception as error:
+                tell(None, error)
+            else:
+                tell(rows, None)
+
+        threading.Thread(target=settle, daemon=True).start()
+
     def _settle(self, worker: Worker, job: Job, reply: bytes | None) -> Rows:
         """A reply as the job's rows or an engine error; the worker goes back or is replaced."""
         if reply is None:
@@ -378,14 +399,14 @@ class Sandbox:
         return payload
 
     def _watch(
-        self, worker: Worker, job: Job, sent: float, outcome: asyncio.Future[Rows] | None
-    ) -> asyncio.Future[Rows] | None:
+        self, worker: Worker, job: Job, sent: float, outcome: asyncio.Future[Rows]
+    ) -> asyncio.Future[Rows]:
         """Wait for the reply on the running loop and settle it in the loop's reader callback:
         the worker is handed its next job there, not once the caller runs again (a loop serving
         many sessions runs all their ready work in between). The outcome goes to `outcome`
-        unless it is cancelled or None: a job nobody waits for any more still runs to its end,
-        which is bounded, and its worker goes back to the pool rather than being replaced (a
-        client cancelling calls in a loop would otherwise cost a process start each)."""
+        unless it is cancelled: a job nobody waits for any more still runs to its end, which is
+        bounded, and its worker goes back to the pool rather than being replaced (a client
+        cancelling calls in a loop would otherwise cost a process start each)."""
         loop = asyncio.get_running_loop()
 
         def stop_waiting() -> None:
@@ -393,7 +414,7 @@ class Sandbox:
             timer.cancel()
 
         def tell(rows: Rows | None, error: BaseException | None) -> None:
-            if outcome is None or outcome.cancelled():
+            if outcome.cancelled():
                 return
             if error is not None:
                 outcome.set_exception(error)
@@ -439,10 +460,10 @@ class Sandbox:
             return not self._starting and self._waiting.remove(waiter)
 
     def _withdraw(self, waiter: _LoopWaiter) -> None:
-        """A waiter gave up: leave the line, or give up the job it was handed running."""
+        """A waiter gave up: it leaves the line. A job already handed a worker runs to its
+        end all the same, which is bounded, and settles its worker."""
         with self._lock:
-            if self._waiting.remove(waiter):
-                return
+            self._waiting.remove(waiter)
         waiter.abandon()
 
 
@@ -489,49 +510,50 @@ class _ThreadWaiter(_Waiter):
 
 
 class _LoopWaiter(_Waiter):
-    """Waits on an event loop; deliveries may come from any thread."""
+    """Waits on an event loop for its job's rows; deliveries may come from any thread.
+
+    A job that waited in line is handed a worker while the machine is busy: its reply is read
+    by a thread of its own, which hands the worker its next job at once. The loop would read
+    it only between all its sessions' ready work, milliseconds later under load, and the
+    worker would sit idle meanwhile."""
 
     def __init__(self, sandbox: Sandbox, loop: asyncio.AbstractEventLoop, job: Job) -> None:
         self.job = job
         self._sandbox = sandbox
         self._loop = loop
-        self._future: asyncio.Future[Grant] = loop.create_future()
+        self._outcome: asyncio.Future[Rows] = loop.create_future()
 
     def deliver(self, grant: Grant) -> None:
-        self._loop.call_soon_threadsafe(self._resolve, grant)
-
-    def _resolve(self, grant: Grant) -> None:
-        if not self._future.cancelled():
-            self._future.set_result(grant)
+        if isinstance(grant, SQLEnvError):
+            self._tell(None, grant)
         else:
-            self._end(grant)
+            self._sandbox._rows_in_thread(grant, self.job, self._tell)
 
-    async def wait(self) -> Running:
-        """The job running, once a worker is free (see `Sandbox._gives_up`)."""
+    def _tell(self, rows: Rows | None, error: BaseException | None) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
+            self._loop.call_soon_threadsafe(self._resolve, rows, error)
+
+    def _resolve(self, rows: Rows | None, error: BaseException | None) -> None:
+        if self._outcome.cancelled():
+            return
+        if error is not None:
+            self._outcome.set_exception(error)
+        else:
+            self._outcome.set_result(rows)
+
+    def abandon(self) -> None:
+        """Nobody waits for the outcome any more: it is dropped when it comes."""
+        self._outcome.cancel()
+
+    async def wait(self) -> Rows:
+        """The job's rows, once a worker has run it (see `Sandbox._gives_up`)."""
         limit = waiting_limit(self.job)
         while True:
             try:
-                grant = await asyncio.wait_for(asyncio.shield(self._future), limit)
-                break
+                return await asyncio.wait_for(asyncio.shield(self._outcome), limit)
             except TimeoutError:
                 if self._sandbox._gives_up(self):
                     raise ServerBusyError.after(limit) from None
-        if isinstance(grant, SQLEnvError):
-            raise grant
-        return grant
-
-    def abandon(self) -> None:
-        """The caller gave up after its job was handed a worker."""
-        if self._future.done() and not self._future.cancelled():
-            self._end(self._future.result())
-        else:
-            self._future.cancel()  # the grant is on its way: `_resolve` ends it
-
-    def _end(self, grant: Grant) -> None:
-        """Nobody waits for this job any more: it runs to its end all the same."""
-        if not isinstance(grant, SQLEnvError):
-            worker, sent = grant
-            self._sandbox._watch(worker, self.job, sent, None)
 
 
 class _Line:

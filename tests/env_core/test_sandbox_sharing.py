@@ -117,6 +117,32 @@ def test_a_job_given_up_runs_to_its_end_on_its_worker(concert, one_worker):
     assert worker_pids(one_worker) == workers  # the same process, not a replacement
 
 
+# When the statement runs, in seconds since the epoch.
+RAN_AT = "SELECT (julianday('now') - 2440587.5) * 86400.0"
+
+
+def test_a_worker_answering_a_job_that_waited_in_line_takes_the_next_while_the_loop_is_busy(
+    concert, one_worker
+):
+    """A loop serving many sessions reads a reply only between all their ready work, so the
+    reply of a job that waited in line (the machine is busy) is read by a thread of its own,
+    which hands the worker the next job in line at once."""
+
+    async def two_in_line_behind_a_busy_loop() -> tuple[float, float]:
+        first = asyncio.ensure_future(one_worker.run_async(query(concert, SLOW)))
+        await asyncio.sleep(0.05)  # first holds the worker
+        second = asyncio.ensure_future(one_worker.run_async(query(concert, "SELECT 1")))
+        third = asyncio.ensure_future(one_worker.run_async(query(concert, RAN_AT)))
+        await first  # its worker took the second job, and the third waits in line
+        time.sleep(0.5)  # the loop is busy
+        busy_until = time.time()
+        await second
+        return (await third)[1][0][0], busy_until
+
+    ran_at, busy_until = asyncio.run(two_in_line_behind_a_busy_loop())
+    assert ran_at < busy_until
+
+
 # A call may wait 0.5 s in line; a STUCK call holds the worker 0.55 s, and a worker starts
 # after it (the line is not given up while one starts).
 SHORT_LIMITS = ExecutorLimits(timeout_s=0.05, max_sql_chars=30_000)
