@@ -49,6 +49,8 @@ GRACE_S = 0.5
 # How many of its time limits a job may wait in line for a worker (see `waiting_limit`).
 WAITING_RUNS = 10
 STARTUP_S = 30.0
+# The name of a thread that reads a job's reply for a caller on an event loop.
+REPLY_THREAD = "sandbox reply"
 HEADER = struct.Struct("<I")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 _WORKER_MAIN = (
@@ -380,7 +382,7 @@ class Sandbox:
             else:
                 tell(rows, None)
 
-        threading.Thread(target=settle, daemon=True).start()
+        threading.Thread(target=settle, name=REPLY_THREAD, daemon=True).start()
 
     def _settle(self, worker: Worker, job: Job, reply: bytes | None) -> Rows:
         """A reply as the job's rows or an engine error; the worker goes back or is replaced."""
@@ -440,9 +442,17 @@ class Sandbox:
             if reply is not None:
                 conclude(reply)
 
+        def given_up(_outcome: asyncio.Future[Rows]) -> None:
+            # The loop may close before the reply comes (asyncio.run ends with its caller), and
+            # its reader with it: a thread reads the reply instead and settles the worker.
+            if outcome.cancelled() and loop.remove_reader(worker.output):
+                timer.cancel()
+                self._rows_in_thread((worker, sent), job, _nobody)
+
         loop.add_reader(worker.output, readable)
         # Ready descriptors are handled before due timers: a reply already there wins.
         timer = loop.call_later(max(0.0, _time_left(job, sent)), conclude, None)
+        outcome.add_done_callback(given_up)
         return outcome
 
     def _await_thread_grant(self, waiter: _ThreadWaiter) -> Running:
@@ -476,6 +486,10 @@ def waiting_limit(job: Job) -> float:
 
 def _time_left(job: Job, sent: float) -> float:
     return job.limits.timeout_s + GRACE_S - (time.monotonic() - sent)
+
+
+def _nobody(_rows: Rows | None, _error: BaseException | None) -> None:
+    """Where the outcome of a job nobody waits for goes."""
 
 
 def _shutting_down() -> QueryRejectedError:
