@@ -8,6 +8,7 @@ exits, and the sandbox starts a fresh one.
 
 from __future__ import annotations
 
+import contextlib
 import marshal
 import os
 import resource
@@ -18,16 +19,12 @@ from collections import OrderedDict
 
 from env_core.errors import QueryRejectedError, SQLEnvError, ToolError
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
-from env_core.sandbox import HEADER
+from env_core.sandbox import HEADER, OPEN_DATABASES
 
 # Room beside the budget for the interpreter, the connection caches and one result.
 HEADROOM_BYTES = 96 << 20
 # A job that leaves this much more resident memory than the worker had at start retires it.
 RETIRE_GROWTH_BYTES = 32 << 20
-# Databases a worker keeps open (~0.1 MiB each on a small file): under many sessions its calls
-# span many databases, and reopening one costs more than the query. A connection whose cache
-# grows past RETIRE_GROWTH_BYTES retires its worker like any other memory.
-OPEN_DATABASES = 64
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -37,6 +34,9 @@ def main(memory_bytes: int) -> None:
     statm = _open_statm()
     _limit_address_space(statm, memory_bytes + HEADROOM_BYTES)
     executors: OrderedDict[tuple, ReadOnlyExecutor] = OrderedDict()
+    for database in _receive() or ():  # opened now, before the memory a job may leave is measured
+        with contextlib.suppress(SQLEnvError):  # a file gone: its first job will say so
+            _executor(executors, *database)
     baseline = _resident(statm)
     _send(("ready", False, ()))
     while (job := _receive()) is not None:

@@ -103,9 +103,20 @@ class SessionManager:
         self._counts = {"created": 0, "closed": 0, "reaped": 0, "steps": 0}
         self._reaper: threading.Thread | None = None
         self._stopping = threading.Event()
-        self.sandbox = Sandbox(self.config.sql_workers, self.config.sql_memory_mb)
+        self.sandbox = Sandbox(
+            self.config.sql_workers,
+            self.config.sql_memory_mb,
+            databases=self._most_asked_databases(),
+            limits=self.config.limits,
+        )
         # One read-only connection per database, shared by its episodes (see `_open_executor`).
         self._executors: dict[Path, ReadOnlyExecutor] = {}
+
+    def _most_asked_databases(self) -> list[Path]:
+        """The served split's databases, those with the most questions first."""
+        split = self.catalog.splits.get(self.config.split)
+        asked = Counter(question.db_id for question in split.questions) if split else Counter()
+        return [self.catalog.database_path(db_id) for db_id, _ in asked.most_common()]
 
     def served(self) -> dict[str, Any]:
         """What the manager serves, for a client to check it evaluates the same episodes: the
