@@ -83,9 +83,9 @@ def worker_pids(pool: Sandbox) -> list[int]:
     return sorted(worker.process.pid for worker in pool._idle)
 
 
-def live_workers() -> list[int]:
-    """This process's children that have not exited (the sandbox's workers)."""
-    live = []
+def children() -> set[int]:
+    """This process's children that have not exited."""
+    live = set()
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             # The command may hold spaces and parentheses: the fields follow its last ")".
@@ -93,8 +93,16 @@ def live_workers() -> list[int]:
         except OSError:
             continue  # it exited meanwhile
         if int(parent) == os.getpid() and state != "Z":
-            live.append(int(stat.parent.name))
+            live.add(int(stat.parent.name))
     return live
+
+
+@pytest.fixture
+def live_workers():
+    """The children started during the test that have not exited: the workers of its pools
+    (other tests' servers and pools may hold theirs meanwhile)."""
+    before = children()
+    return lambda: sorted(children() - before)
 
 
 def resident_bytes() -> int:
@@ -188,7 +196,7 @@ def test_a_caller_given_up_while_a_thread_reads_its_reply_leaves_its_outcome_unr
     ids=["stuck", "forever"],
 )
 def test_a_job_that_waited_in_line_is_stopped_at_its_deadline_and_the_next_is_served(
-    concert, ask, started, trouble, sql, killed
+    concert, ask, started, trouble, live_workers, sql, killed
 ):
     pool = started(1)
     pids = worker_pids(pool)
@@ -261,7 +269,7 @@ def test_the_loop_closing_while_it_reads_a_reply_gives_the_worker_back(concert, 
 
 
 def test_closing_the_sandbox_refuses_the_line_at_once_and_ends_every_worker_and_thread(
-    concert, ask, started, trouble
+    concert, ask, started, trouble, live_workers
 ):
     pool = started(2)
 
@@ -325,7 +333,7 @@ def test_a_worker_killed_while_a_thread_reads_its_reply_fails_that_call_alone(
 
 
 def test_a_flood_of_calls_gets_each_its_own_outcome_with_threads_and_memory_bounded(
-    concert, ask, started, trouble
+    concert, ask, started, trouble, live_workers
 ):
     pool = started(2)
     statements = [COUNT, "SELECT name FROM singer ORDER BY name", SLOW, "SELEC x", "SELECT 1"]
