@@ -391,8 +391,9 @@ class Sandbox:
             raise self._lost(worker, error) from None
         return self._settle(worker, job, reply)
 
-    def _rows_in_thread(self, running: Running, job: Job, tell: Tell) -> None:
-        """Settle a job running in a thread of its own, and `tell` its outcome."""
+    def _rows_in_thread(self, running: Running, job: Job, tell: Tell) -> bool:
+        """Settle a job running in a thread of its own, and `tell` its outcome; False if no
+        thread can start now (the process is at its limit of threads or processes)."""
 
         def settle() -> None:
             try:
@@ -402,7 +403,11 @@ class Sandbox:
             else:
                 tell(rows, None)
 
-        threading.Thread(target=settle, name=REPLY_THREAD, daemon=True).start()
+        try:
+            threading.Thread(target=settle, name=REPLY_THREAD, daemon=True).start()
+        except RuntimeError:
+            return False
+        return True
 
     def _settle(self, worker: Worker, job: Job, reply: bytes | None) -> Rows:
         """A reply as the job's rows or an engine error; the worker goes back or is replaced."""
@@ -467,11 +472,17 @@ class Sandbox:
             # its reader with it: a thread reads the reply instead and settles the worker.
             if outcome.cancelled() and loop.remove_reader(worker.output):
                 timer.cancel()
-                self._rows_in_thread((worker, sent), job, _nobody)
+                if not self._rows_in_thread((worker, sent), job, _nobody):
+                    read()  # no thread can start: the loop goes on reading it
 
-        loop.add_reader(worker.output, readable)
-        # Ready descriptors are handled before due timers: a reply already there wins.
-        timer = loop.call_later(max(0.0, _time_left(job, sent)), conclude, None)
+        def read() -> None:
+            nonlocal timer
+            loop.add_reader(worker.output, readable)
+            # Ready descriptors are handled before due timers: a reply already there wins.
+            timer = loop.call_later(max(0.0, _time_left(job, sent)), conclude, None)
+
+        timer: asyncio.TimerHandle
+        read()
         outcome.add_done_callback(given_up)
         return outcome
 
@@ -560,12 +571,20 @@ class _LoopWaiter(_Waiter):
     def deliver(self, grant: Grant) -> None:
         if isinstance(grant, SQLEnvError):
             self._tell(None, grant)
-        else:
-            self._sandbox._rows_in_thread(grant, self.job, self._tell)
+        elif not self._sandbox._rows_in_thread(grant, self.job, self._tell):
+            # No thread can start: the loop reads the reply, as it reads an idle worker's.
+            self._on_loop(self._read, grant)
+
+    def _read(self, running: Running) -> None:
+        worker, sent = running
+        self._sandbox._watch(worker, self.job, sent, self._outcome)
 
     def _tell(self, rows: Rows | None, error: BaseException | None) -> None:
+        self._on_loop(self._resolve, rows, error)
+
+    def _on_loop(self, callback: Callable[..., None], *arguments: Any) -> None:
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
-            self._loop.call_soon_threadsafe(self._resolve, rows, error)
+            self._loop.call_soon_threadsafe(callback, *arguments)
 
     def _resolve(self, rows: Rows | None, error: BaseException | None) -> None:
         if self._outcome.cancelled():

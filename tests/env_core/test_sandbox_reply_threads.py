@@ -160,6 +160,39 @@ def test_callers_given_up_in_line_as_they_are_served_and_while_they_run_leave_th
     assert trouble() == []
 
 
+def test_with_no_thread_to_start_the_loop_reads_every_reply_and_the_pool_stays_whole(
+    concert, ask, started, trouble, monkeypatch
+):
+    """A process at its limit of threads (a container's limit of processes) cannot start a
+    reply thread: the loop reads those replies as it reads an idle worker's."""
+    pool = started(2)
+    pids = worker_pids(pool)
+    start = threading.Thread.start
+
+    def refused(thread: threading.Thread) -> None:
+        if thread.name == REPLY_THREAD:
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+
+    async def in_line_and_given_up() -> Counter:
+        loop = asyncio.get_running_loop()
+        calls = []
+        for number in range(60):
+            sql = SLOW.replace("400000", "20000") if number % 3 else COUNT
+            calls.append(asyncio.ensure_future(pool.run_async(query(concert, sql))))
+            if number % 4 == 0:
+                loop.call_later(0.01 * number, calls[-1].cancel)
+        ended = await asyncio.gather(*calls, return_exceptions=True)
+        return Counter(type(end).__name__ for end in ended)
+
+    assert set(asyncio.run(in_line_and_given_up())) == {"tuple", "CancelledError"}
+    whole(pool, pids)
+    assert asyncio.run(ask(pool, COUNT)) == ("rows", ((6,),))
+    assert trouble() == []
+
+
 @pytest.mark.parametrize(
     "given_up",
     [SLOW.replace("400000", "300000"), FOREVER],  # it answers rows; it ends in an error
