@@ -77,10 +77,17 @@ class Job:
     client: str | None = None
 
     def encode(self) -> bytes:
-        fields = _fields(self.limits)
-        return marshal.dumps(
-            (self.path, self.immutable, fields, self.kind, self.argument, self.max_rows)
-        )
+        database = _database(self.path, self.immutable, self.limits)
+        return marshal.dumps((*database, self.kind, self.argument, self.max_rows))
+
+
+# A worker's connection, as a job names it: its file, whether the file never changes, and the
+# fields of its limits.
+Database = tuple[str, bool, tuple]
+
+
+def _database(path: str, immutable: bool, limits: ExecutorLimits) -> Database:
+    return path, immutable, _fields(limits)
 
 
 @functools.cache
@@ -88,9 +95,6 @@ def _fields(limits: ExecutorLimits) -> tuple:
     return dataclasses.astuple(limits)
 
 
-# A worker's connection, as a job names it: its file, whether the file never changes, and the
-# fields of its limits.
-Database = tuple[str, bool, tuple]
 Result = TypeVar("Result")
 # What a worker sends back for a job: the fields of an `executor.QueryResult`.
 Rows = tuple
@@ -242,7 +246,7 @@ class Sandbox:
         self.workers = workers
         self.memory_mb = memory_mb
         opened = databases[:OPEN_DATABASES] if limits is not None else ()
-        self._databases = tuple((str(path), True, _fields(limits)) for path in opened)
+        self._databases = tuple(_database(str(path), True, limits) for path in opened)
         self.killed = 0
         self._lock = threading.Lock()
         self._idle: list[Worker] = []

@@ -5,39 +5,23 @@ worker at rest, never as memory a job left behind."""
 from __future__ import annotations
 
 import os
-import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
+from test_sandbox_reply_threads import ready
+from test_sandbox_sharing import LIMITS, query
 
 from env_core.errors import QueryFailedError
-from env_core.executor import ExecutorLimits
-from env_core.sandbox import OPEN_DATABASES, Job, Sandbox
+from env_core.sandbox import OPEN_DATABASES, Sandbox
 from env_core.sessions import SessionConfig, SessionManager
 
 DEV = "dev_without_wta_1"
-LIMITS = ExecutorLimits()
 
 
-def ready(pool: Sandbox) -> list[int]:
-    """The pids of the pool's workers, once every one of them has started."""
-    pool.warm()
-    deadline = time.monotonic() + 20
-    while len(pool._idle) < pool.workers:
-        assert time.monotonic() < deadline, "the workers did not start"
-        time.sleep(0.01)
-    return [worker.process.pid for worker in pool._idle]
-
-
-def open_files(pid: int) -> Counter[str]:
-    """The regular files a process holds open, by path."""
+def open_files(pid: int) -> set[str]:
+    """The regular files a process holds open."""
     fds = Path(f"/proc/{pid}/fd")
-    return Counter(os.path.realpath(fd) for fd in fds.iterdir() if os.path.isfile(fd))
-
-
-def query(path: Path, sql: str) -> Job:
-    return Job(str(path), True, LIMITS, "query", sql, 20)
+    return {os.path.realpath(fd) for fd in fds.iterdir() if os.path.isfile(fd)}
 
 
 def test_the_workers_of_a_manager_hold_its_splits_databases_open(spider_catalog):
@@ -46,7 +30,7 @@ def test_the_workers_of_a_manager_hold_its_splits_databases_open(spider_catalog)
         databases = {q.db_id for q in spider_catalog.splits[DEV].questions}
         paths = {str(spider_catalog.database_path(db_id).resolve()) for db_id in databases}
         for pid in ready(manager.sandbox):
-            assert paths <= set(open_files(pid))
+            assert paths <= open_files(pid)
         episode = manager.create(db_id="concert_singer")
         result = manager.step(episode.episode_id, "query", {"sql": "SELECT count(*) FROM singer"})
         assert result.data["rows"] == [[6]]

@@ -44,8 +44,7 @@ def started():
     def started(workers: int) -> Sandbox:
         pool = Sandbox(workers=workers)
         pools.append(pool)
-        pool.warm()
-        wait_until(lambda: len(pool._idle) == workers, 10)
+        ready(pool)
         return pool
 
     yield started
@@ -77,6 +76,13 @@ def wait_until(condition, within_s: float) -> float:
         assert time.monotonic() - started < within_s, "not within the time given"
         time.sleep(0.01)
     return time.monotonic() - started
+
+
+def ready(pool: Sandbox) -> list[int]:
+    """Start the pool's workers; their pids, once every one is up."""
+    pool.warm()
+    wait_until(lambda: len(pool._idle) == pool.workers, 20)
+    return worker_pids(pool)
 
 
 def worker_pids(pool: Sandbox) -> list[int]:
