@@ -53,8 +53,10 @@ STARTUP_S = 30.0
 # span many databases, and reopening one costs more than the query. A connection whose cache
 # grows past the worker's retiring growth retires it like any other memory.
 OPEN_DATABASES = 64
-# The name of a thread that reads a job's reply for a caller on an event loop.
+# The names of a thread that reads a job's reply for a caller on an event loop, and of one
+# that starts a worker.
 REPLY_THREAD = "sandbox reply"
+STARTER_THREAD = "sandbox worker start"
 HEADER = struct.Struct("<I")
 _PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent)
 _WORKER_MAIN = (
@@ -288,6 +290,7 @@ class Sandbox:
         with self._lock:
             self._closed = True
             idle, self._idle = self._idle, []
+            self._processes -= len(idle)
             waiting = self._waiting.clear()
         for worker in idle:
             worker.kill()
@@ -316,7 +319,15 @@ class Sandbox:
         """Kill `retired` (if any) and start a worker, in the background."""
         with self._lock:
             self._starting += 1
-        threading.Thread(target=self._start, args=(retired,), daemon=True).start()
+        starter = threading.Thread(
+            target=self._start, args=(retired,), name=STARTER_THREAD, daemon=True
+        )
+        try:
+            starter.start()
+        except RuntimeError as error:  # the process is at its limit of threads or processes
+            if retired is not None:
+                retired.kill()
+            self._not_started(error)
 
     def _start(self, retired: Worker | None) -> None:
         if retired is not None:
@@ -327,17 +338,22 @@ class Sandbox:
                 worker.kill()
                 raise OSError("the new worker did not report ready")
         except (OSError, EOFError) as error:
-            log.error("cannot start a SQL worker process: %s", error)
-            with self._lock:
-                self._starting -= 1
-                self._processes -= 1
-                waiting = self._waiting.clear()
-            for waiter in waiting:
-                waiter.deliver(QueryRejectedError("the server cannot run queries right now"))
+            self._not_started(error)
             return
         with self._lock:
             self._starting -= 1
         self._hand_on(worker)
+
+    def _not_started(self, error: BaseException) -> None:
+        """A worker could not start: the pool has one fewer until a call finds room to start
+        one again, and the jobs in line are refused rather than left waiting for it."""
+        log.error("cannot start a SQL worker process: %s", error)
+        with self._lock:
+            self._starting -= 1
+            self._processes -= 1
+            waiting = self._waiting.clear()
+        for waiter in waiting:
+            waiter.deliver(QueryRejectedError("the server cannot run queries right now"))
 
     def _hand_on(self, worker: Worker) -> None:
         """Start the next waiting job on a free worker, else keep it idle. The job is sent

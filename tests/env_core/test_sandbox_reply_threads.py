@@ -23,7 +23,7 @@ from test_sandbox_sharing import FOREVER, LIMITS, SLOW, SLOWER, STUCK, STUCK_LIM
 
 from env_core.errors import QueryFailedError, QueryRejectedError, SQLEnvError
 from env_core.executor import ExecutorLimits
-from env_core.sandbox import GRACE_S, REPLY_THREAD, Sandbox
+from env_core.sandbox import GRACE_S, REPLY_THREAD, STARTER_THREAD, Sandbox
 
 COUNT = "SELECT count(*) FROM singer"
 BLOW_UP = cte_chain(24)  # over the worker's memory budget: it answers, and is replaced
@@ -197,6 +197,42 @@ def test_with_no_thread_to_start_the_loop_reads_every_reply_and_the_pool_stays_w
     whole(pool, pids)
     assert asyncio.run(ask(pool, COUNT)) == ("rows", ((6,),))
     assert trouble() == []
+
+
+def test_a_worker_that_cannot_be_replaced_fails_its_calls_clearly_until_one_can_start(
+    concert, ask, started, trouble, monkeypatch
+):
+    """With no thread to start a replacement (the process at its limit), the call that lost
+    its worker and the calls after it are refused at once, none waits for a worker that will
+    never come, and the pool starts one again as soon as it can."""
+    pool = started(1)
+    [victim] = worker_pids(pool)
+    start = threading.Thread.start
+    threads_left = [False]
+
+    def refused(thread: threading.Thread) -> None:
+        if thread.name == STARTER_THREAD and not threads_left[0]:
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+
+    async def calls_without_a_worker() -> list:
+        lost = asyncio.ensure_future(ask(pool, SLOW))
+        await asyncio.sleep(0.05)
+        os.kill(victim, signal.SIGKILL)
+        return [await lost, await ask(pool, COUNT), await ask(pool, COUNT)]
+
+    ends = asyncio.run(asyncio.wait_for(calls_without_a_worker(), 5))
+    assert [kind for kind, _ in ends] == ["QueryRejectedError"] * 3
+    assert ends[1:] == [("QueryRejectedError", "the server cannot run queries right now")] * 2
+    assert (pool._processes, pool._starting, bool(pool._waiting)) == (0, 0, False)
+    threads_left[0] = True
+    assert asyncio.run(asyncio.wait_for(ask(pool, COUNT), 20)) == ("rows", ((6,),))
+    assert worker_pids(pool) != [victim]
+    pool.close()
+    assert pool._processes == 0
+    assert [message for message in trouble() if "can't start" not in message] == []
 
 
 @pytest.mark.parametrize(
