@@ -20,9 +20,11 @@ machine's cores.
    server's RSS growth per open session, measured while all N sessions hold an episode. Each
    N runs on both servers in turn `--repeats` times (a fresh server each time): the worst
    success rate and the median of every other figure are shown, as one run's ratios move by
-   a third on a shared machine. "ours again" is the same N sessions run once more on the
-   same server, as the rollouts of one batch of questions are: every statement was asked
-   before, so each is given its kept result and none goes to the sandbox.
+   a third on a shared machine. "replay" is the no-op answering with our observations, as in
+   the latency table (an answer, too): what OpenEnv itself makes of our observations under
+   the same load. "ours again" is the same N sessions run once more on the same server, as
+   the rollouts of one batch of questions are: every statement was asked before, so each is
+   given its kept result and none goes to the sandbox.
 
     python benchmarks/bench_openenv.py --data-dir ../shared/data/spider
 """
@@ -86,7 +88,7 @@ def our_observations(catalog: Catalog, split: str) -> dict[str, dict[str, Any]]:
     environment = SQLExploreEnvironment(manager)
     environment.reset(question_id=QUESTION)
     observations = {}
-    for tool, arguments in LATENCY_CALLS.items():
+    for tool, arguments in {**LATENCY_CALLS, "answer": {"value": "0"}}.items():
         observation = environment.step(CallToolAction(tool_name=tool, arguments=arguments))
         observations[tool] = {
             name: getattr(observation, name) for name in type(observation).model_fields
@@ -208,8 +210,11 @@ def floor(sessions: int) -> list[str]:
     return [sys.executable, __file__, "--serve-floor", "--max-sessions", str(sessions)]
 
 
-def replay(args: argparse.Namespace, *options: str) -> list[str]:
-    return [*floor(4), "--replay", *options, "--data-dir", args.data_dir, "--split", args.split]
+def replay(args: argparse.Namespace, sessions: int = 4, *options: str) -> list[str]:
+    return [
+        *(*floor(sessions), "--replay", *options),
+        *("--data-dir", args.data_dir, "--split", args.split),
+    ]
 
 
 def percentile(samples: list[float], q: int) -> float:
@@ -399,7 +404,7 @@ def main() -> None:
     commands = {
         "floor": floor(4),
         "replay": replay(args),
-        "sql": replay(args, "--sql"),
+        "sql": replay(args, 4, "--sql"),
         "ours": ours(args, 4, MAX_STEPS),
     }
     with contextlib.ExitStack() as stack:
@@ -419,7 +424,11 @@ def main() -> None:
     print(header + f"{'KiB/sess':>10}{'steps/s':>9}")
     knee = None
     for sessions in args.sweep:
-        servers = {"floor": floor(sessions), "ours": ours(args, sessions)}
+        servers = {
+            "floor": floor(sessions),
+            "replay": replay(args, sessions),
+            "ours": ours(args, sessions),
+        }
         runs: dict[str, list[SweepResult]] = defaultdict(list)
         for _ in range(args.repeats):
             for name, command in servers.items():
@@ -433,15 +442,16 @@ def main() -> None:
                 f"{sessions:>6}  {name:<20}{r.success_rate:>9.1%}{r.p50_ms:>9.1f}"
                 f"{r.p99_ms:>9.1f}{r.rss_kib_per_session:>10.0f}{r.steps_per_s:>9.0f}"
             )
-        f = results["floor"]
-        for name in ("ours", AGAIN):
-            o = results[name]
-            print(
-                f"{sessions:>6}  {name + ' / floor':<20}{'':>9}{o.p50_ms / f.p50_ms:>8.2f}x"
-                f"{o.p99_ms / f.p99_ms:>8.2f}x"
-                f"{o.rss_kib_per_session / f.rss_kib_per_session:>9.2f}x"
-                f"{o.steps_per_s / f.steps_per_s:>8.2f}x"
-            )
+        for floor_name in ("floor", "replay"):
+            f = results[floor_name]
+            for name in ("ours", AGAIN):
+                o = results[name]
+                print(
+                    f"{sessions:>6}  {f'{name} / {floor_name}':<20}{'':>9}"
+                    f"{o.p50_ms / f.p50_ms:>8.2f}x{o.p99_ms / f.p99_ms:>8.2f}x"
+                    f"{o.rss_kib_per_session / f.rss_kib_per_session:>9.2f}x"
+                    f"{o.steps_per_s / f.steps_per_s:>8.2f}x"
+                )
         o = results["ours"]
         if knee is None and (o.p99_ms > 1000 or o.success_rate < 0.999):
             knee = sessions
