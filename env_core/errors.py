@@ -82,13 +82,21 @@ class EpisodeBusyError(EpisodeError):
 
 
 class ServerBusyError(EpisodeError):
-    """No SQL worker was free for as long as a query may run; the call was not taken."""
+    """No SQL worker was free for as long as a query may run, or none could start; the call
+    was not taken."""
 
     @classmethod
     def after(cls, timeout_s: float) -> "ServerBusyError":
         return cls(
             f"the server is busy: no SQL worker was free within {timeout_s:g} s; the call "
             "was not taken and used no step; make it again"
+        )
+
+    @classmethod
+    def without_workers(cls) -> "ServerBusyError":
+        return cls(
+            "the server cannot run queries right now: no SQL worker could be started; the "
+            "call was not taken and used no step; make it again later"
         )
 
 

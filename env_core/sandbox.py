@@ -346,14 +346,14 @@ class Sandbox:
 
     def _not_started(self, error: BaseException) -> None:
         """A worker could not start: the pool has one fewer until a call finds room to start
-        one again, and the jobs in line are refused rather than left waiting for it."""
+        one again, and the jobs in line are refused, untaken, rather than left waiting."""
         log.error("cannot start a SQL worker process: %s", error)
         with self._lock:
             self._starting -= 1
             self._processes -= 1
             waiting = self._waiting.clear()
         for waiter in waiting:
-            waiter.deliver(QueryRejectedError("the server cannot run queries right now"))
+            waiter.deliver(ServerBusyError.without_workers())
 
     def _hand_on(self, worker: Worker) -> None:
         """Start the next waiting job on a free worker, else keep it idle. The job is sent

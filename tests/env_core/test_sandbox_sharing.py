@@ -1,7 +1,8 @@
 """The SQL workers are shared fairly: jobs in line are served in turn by client, a job that
 no worker takes within its time limit is refused without being run, and a job whose caller
 gave up runs to its end on the worker it has rather than costing a process start. Through an
-episode, the refusal spends no step and the call given up spends one."""
+episode, a refusal (no worker free in time, or none can start) spends no step and the call
+given up spends one."""
 
 from __future__ import annotations
 
@@ -13,9 +14,9 @@ from pathlib import Path
 import pytest
 from adversarial import CONCERT
 
-from env_core.errors import QueryTimeoutError, ServerBusyError
+from env_core.errors import QueryTimeoutError, ServerBusyError, error_data
 from env_core.executor import ExecutorLimits
-from env_core.sandbox import Job, Sandbox, finish_async, waiting_limit
+from env_core.sandbox import STARTER_THREAD, Job, Sandbox, finish_async, waiting_limit
 from env_core.sessions import SessionConfig, SessionManager
 
 # ~0.15 s in a worker; ~0.35 s.
@@ -201,6 +202,26 @@ def test_a_call_no_worker_takes_in_time_spends_no_step(manager):
     assert refused.text.startswith("Error: the server is busy")
     assert waiting.steps_used == 1
     assert manager.step(waiting.episode_id, "query", {"sql": "SELECT 1"}).ok
+
+
+def test_a_call_when_no_worker_can_start_spends_no_step(manager, monkeypatch):
+    """The process at its limit of threads: the pool cannot start its worker."""
+    episode = concert_episode(manager)
+    start = threading.Thread.start
+    refusing = [True]
+
+    def refused(thread: threading.Thread) -> None:
+        if thread.name == STARTER_THREAD and refusing[0]:
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    refused_call = manager.step(episode.episode_id, "query", {"sql": "SELECT 1"})
+    assert (refused_call.ok, refused_call.done) == (False, False)
+    assert refused_call.data == error_data(ServerBusyError.without_workers())
+    assert episode.steps_used == 0
+    refusing[0] = False
+    assert manager.step(episode.episode_id, "query", {"sql": "SELECT 1"}).ok
 
 
 def test_a_clients_episodes_hold_up_another_clients_by_one_call_each(spider_catalog):
