@@ -93,6 +93,13 @@ class ServerBusyError(EpisodeError):
         )
 
     @classmethod
+    def worker_lost(cls) -> "ServerBusyError":
+        return cls(
+            "the server's SQL worker stopped before the call ran; the call was not taken and "
+            "used no step; make it again"
+        )
+
+    @classmethod
     def without_workers(cls) -> "ServerBusyError":
         return cls(
             "the server cannot run queries right now: no SQL worker could be started; the "

@@ -49,6 +49,9 @@ GRACE_S = 0.5
 # How many of its time limits a job may wait in line for a worker (see `waiting_limit`).
 WAITING_RUNS = 10
 STARTUP_S = 30.0
+# After a worker failed to start, how long calls wait for the workers left rather than try to
+# start another (the process may be at its limit of processes: each try fails and logs).
+START_RETRY_S = 1.0
 # Databases a worker keeps open (~0.1 MiB each on a small file): under many sessions its calls
 # span many databases, and reopening one costs more than the query. A connection whose cache
 # grows past the worker's retiring growth retires it like any other memory.
@@ -209,6 +212,11 @@ class Worker:
         del self._buffer[: HEADER.size + size]
         return reply
 
+    @property
+    def alive(self) -> bool:
+        """False once the process has ended (killed from outside while idle, say)."""
+        return self.process.poll() is None
+
     def kill(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
@@ -254,6 +262,7 @@ class Sandbox:
         self._idle: list[Worker] = []
         self._processes = 0  # running or starting
         self._starting = 0
+        self._retry_at = 0.0  # no worker starts for a call before then (see START_RETRY_S)
         self._waiting = _Line()
         self._closed = False
 
@@ -300,17 +309,27 @@ class Sandbox:
     def _take(self, new_waiter: Callable[[], WaiterT]) -> Worker | WaiterT:
         """An idle worker, or else a new waiter in line for one (starting a worker if there
         is room for one): the waiter is handed its job running. Most calls find a worker
-        idle and make no waiter."""
-        with self._lock:
-            if self._closed:
-                raise _shutting_down()
-            if self._idle:
-                return self._idle.pop()
-            waiter = new_waiter()
-            self._waiting.append(waiter)
-            start = self._processes < self.workers
-            if start:
-                self._processes += 1
+        idle and make no waiter. An idle worker that has ended is replaced, not handed out."""
+        ended: list[Worker] = []
+        try:
+            with self._lock:
+                if self._closed:
+                    raise _shutting_down()
+                while self._idle:
+                    worker = self._idle.pop()
+                    if worker.alive:
+                        return worker
+                    ended.append(worker)
+                start = self._processes < self.workers and time.monotonic() >= self._retry_at
+                if not start and not self._processes:
+                    raise ServerBusyError.without_workers()
+                waiter = new_waiter()
+                self._waiting.append(waiter)
+                if start:
+                    self._processes += 1
+        finally:
+            for worker in ended:
+                self._retire(worker)
         if start:
             self._replace(None)
         return waiter
@@ -345,13 +364,15 @@ class Sandbox:
         self._hand_on(worker)
 
     def _not_started(self, error: BaseException) -> None:
-        """A worker could not start: the pool has one fewer until a call finds room to start
-        one again, and the jobs in line are refused, untaken, rather than left waiting."""
+        """A worker could not start: the pool has one fewer until a call, `START_RETRY_S`
+        later, starts one again. The jobs in line wait for the workers left; with none left
+        they are refused, untaken, rather than left waiting."""
         log.error("cannot start a SQL worker process: %s", error)
         with self._lock:
             self._starting -= 1
             self._processes -= 1
-            waiting = self._waiting.clear()
+            self._retry_at = time.monotonic() + START_RETRY_S
+            waiting = [] if self._processes else self._waiting.clear()
         for waiter in waiting:
             waiter.deliver(ServerBusyError.without_workers())
 
@@ -378,9 +399,13 @@ class Sandbox:
         waiter.deliver(grant)
 
     def _dispatch(self, worker: Worker, job: Job) -> Running:
-        """Send `job` to `worker`: it runs from now on."""
+        """Send `job` to `worker`: it runs from now on. A worker that ended since it was last
+        seen is replaced, and the call refused untaken: its job never ran."""
         try:
             worker.send(job.encode())
+        except OSError:
+            self._retire(worker)
+            raise ServerBusyError.worker_lost() from None
         except BaseException as error:
             raise self._lost(worker, error) from None
         return worker, time.monotonic()

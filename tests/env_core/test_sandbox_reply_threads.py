@@ -23,7 +23,14 @@ from test_sandbox_sharing import FOREVER, LIMITS, SLOW, SLOWER, STUCK, STUCK_LIM
 
 from env_core.errors import QueryFailedError, QueryRejectedError, ServerBusyError, SQLEnvError
 from env_core.executor import ExecutorLimits
-from env_core.sandbox import GRACE_S, REPLY_THREAD, STARTER_THREAD, Sandbox
+from env_core.sandbox import (
+    GRACE_S,
+    REPLY_THREAD,
+    START_RETRY_S,
+    STARTER_THREAD,
+    Sandbox,
+    Worker,
+)
 
 COUNT = "SELECT count(*) FROM singer"
 BLOW_UP = cte_chain(24)  # over the worker's memory budget: it answers, and is replaced
@@ -204,7 +211,7 @@ def test_a_worker_that_cannot_be_replaced_fails_its_calls_clearly_until_one_can_
 ):
     """With no thread to start a replacement (the process at its limit), the call that lost
     its worker and the calls after it are refused at once, none waits for a worker that will
-    never come, and the pool starts one again as soon as it can."""
+    never come, and the pool starts one again once it can."""
     pool = started(1)
     [victim] = worker_pids(pool)
     start = threading.Thread.start
@@ -228,10 +235,70 @@ def test_a_worker_that_cannot_be_replaced_fails_its_calls_clearly_until_one_can_
     assert ends[1:] == [("ServerBusyError", str(ServerBusyError.without_workers()))] * 2
     assert (pool._processes, pool._starting, bool(pool._waiting)) == (0, 0, False)
     threads_left[0] = True
+    time.sleep(START_RETRY_S)  # the pool tries again once it has waited this long
     assert asyncio.run(asyncio.wait_for(ask(pool, COUNT), 20)) == ("rows", ((6,),))
     assert worker_pids(pool) != [victim]
     pool.close()
     assert pool._processes == 0
+    assert [message for message in trouble() if "can't start" not in message] == []
+
+
+def gone(pid: int) -> None:
+    """Kill a worker and wait until it has ended (a zombie until the pool reaps it)."""
+    os.kill(pid, signal.SIGKILL)
+    stat = Path(f"/proc/{pid}/stat")
+    wait_until(lambda: stat.read_text().rsplit(")", 1)[1].split()[0] == "Z", 5)
+
+
+def test_a_worker_ended_while_idle_is_replaced_rather_than_given_a_call(concert, ask, started):
+    pool = started(1)
+    [victim] = worker_pids(pool)
+    gone(victim)
+    assert asyncio.run(ask(pool, COUNT)) == ("rows", ((6,),))
+    assert worker_pids(pool) != [victim]
+    assert (pool._processes, pool.killed) == (1, 0)
+
+
+def test_a_worker_that_ends_just_before_its_job_is_sent_leaves_the_call_untaken(
+    concert, ask, started, monkeypatch
+):
+    """It ended after the pool last saw it alive: the job never ran, so the call is refused
+    as not taken (no step spent), not charged as a query that used too much memory."""
+    pool = started(1)
+    [victim] = worker_pids(pool)
+    monkeypatch.setattr(Worker, "alive", True)  # it dies between that check and the send
+    gone(victim)
+    assert asyncio.run(ask(pool, COUNT)) == ("ServerBusyError", str(ServerBusyError.worker_lost()))
+    assert asyncio.run(ask(pool, COUNT)) == ("rows", ((6,),))
+    assert worker_pids(pool) != [victim]
+
+
+def test_when_a_worker_cannot_be_replaced_the_line_waits_for_the_workers_left(
+    concert, ask, started, trouble, monkeypatch
+):
+    """A pool that can run fewer workers than it was given (a limit of processes) serves
+    every call more slowly rather than refusing those in line, and tries to start another
+    at most once every START_RETRY_S."""
+    pool = started(2)
+    lost, kept = worker_pids(pool)
+    start = threading.Thread.start
+    tries = [0]
+
+    def refused(thread: threading.Thread) -> None:
+        if thread.name == STARTER_THREAD:
+            tries[0] += 1
+            raise RuntimeError("can't start new thread")
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", refused)
+    gone(lost)
+
+    async def calls() -> list:
+        return await asyncio.gather(*(ask(pool, SLOW, str(n)) for n in range(6)))
+
+    assert asyncio.run(asyncio.wait_for(calls(), 10)) == [("rows", ((400000,),))] * 6
+    assert tries[0] == 1
+    assert worker_pids(pool) == [kept]
     assert [message for message in trouble() if "can't start" not in message] == []
 
 

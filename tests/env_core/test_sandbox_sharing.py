@@ -16,7 +16,14 @@ from adversarial import CONCERT
 
 from env_core.errors import QueryTimeoutError, ServerBusyError, error_data
 from env_core.executor import ExecutorLimits
-from env_core.sandbox import STARTER_THREAD, Job, Sandbox, finish_async, waiting_limit
+from env_core.sandbox import (
+    START_RETRY_S,
+    STARTER_THREAD,
+    Job,
+    Sandbox,
+    finish_async,
+    waiting_limit,
+)
 from env_core.sessions import SessionConfig, SessionManager
 
 # ~0.15 s in a worker; ~0.35 s.
@@ -221,6 +228,7 @@ def test_a_call_when_no_worker_can_start_spends_no_step(manager, monkeypatch):
     assert refused_call.data == error_data(ServerBusyError.without_workers())
     assert episode.steps_used == 0
     refusing[0] = False
+    time.sleep(START_RETRY_S)
     assert manager.step(episode.episode_id, "query", {"sql": "SELECT 1"}).ok
 
 
