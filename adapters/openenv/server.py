@@ -59,8 +59,12 @@ def build_app(settings: Settings) -> FastAPI:
     # expiry only catches episodes whose session vanished uncleanly.
     manager = open_sessions(settings, max_episodes=settings.max_episodes + EXTRA_EPISODES)
     manager.sandbox.warm()
+    environment = functools.partial(SQLExploreEnvironment, manager)
+    # OpenEnv names the factory in the error a client gets when it fails (when no thread can
+    # start for the session, say); a partial would be shown with the manager's object address.
+    environment.__name__ = SQLExploreEnvironment.__name__
     app = create_app(
-        functools.partial(SQLExploreEnvironment, manager),
+        environment,
         CallToolAction,
         CallToolObservation,
         env_name="sqlenv",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import anyio
@@ -185,6 +186,30 @@ async def test_capacity_error_when_full(start_server):
         await wait_until_no_episodes(url)  # the two slots are freed when the sockets close
         async with SQLEnvClient(base_url=url) as later:
             assert not (await later.reset(seed=4)).done
+
+
+async def test_a_session_that_cannot_start_is_refused_without_the_servers_objects(
+    start_server, monkeypatch
+):
+    """No thread can start for a new session (the process at its limit): the client is told
+    which environment failed, and nothing of the server's objects or their addresses."""
+    with start_server() as url:
+        start = threading.Thread.start
+
+        def refused(thread: threading.Thread) -> None:
+            if thread.name.startswith("ThreadPoolExecutor"):  # the sessions' executor
+                raise RuntimeError("can't start new thread")
+            start(thread)
+
+        monkeypatch.setattr(threading.Thread, "start", refused)
+        with pytest.raises(RuntimeError) as refusal:
+            async with SQLEnvClient(base_url=url) as env:
+                await env.reset(seed=1)
+        monkeypatch.undo()
+        async with SQLEnvClient(base_url=url) as env:
+            assert not (await env.reset(seed=1)).done
+    assert "Environment factory 'SQLExploreEnvironment' failed" in str(refusal.value)
+    assert " object at 0x" not in str(refusal.value)
 
 
 async def wait_until_no_episodes(url: str) -> None:
