@@ -2,10 +2,12 @@
 
 import hmac
 import json
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
@@ -190,6 +192,19 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+class _ClosedStreams(logging.Filter):
+    """The SDK logs a stream closed under its writer as an error with a traceback: every
+    session ended while its client held the event stream open (as the SDK client does) would
+    fill the log. A closed stream is how a connection ends."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, anyio.ClosedResourceError)
+
+
+CLOSED_STREAMS = _ClosedStreams()
+
+
 def http_app(
     server: FastMCP,
     http: HttpSettings,
@@ -202,6 +217,7 @@ def http_app(
     mode (`seats`), connections are opened at a seat's address (see `SeatRouter`). The
     process serves from here on: its garbage collector is set for that."""
     tune_for_serving()
+    logging.getLogger("mcp.server.streamable_http").addFilter(CLOSED_STREAMS)
     app = ConnectionGuard(
         server.streamable_http_app(),
         in_use,

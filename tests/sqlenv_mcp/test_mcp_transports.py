@@ -64,6 +64,17 @@ async def test_full_episode_over_http(http_server, spider_catalog):
     }
 
 
+async def test_closing_http_sessions_logs_no_error(http_server):
+    """A client that ends its session (as the SDK client does when it exits) closes its
+    event stream: the server logs that as nothing out of the ordinary."""
+    server = http_server()
+    for _ in range(3):
+        async with http_client(server.url) as client:
+            assert not (await client.call_tool("start_episode", {})).isError
+    await anyio.sleep(0.5)
+    assert "Traceback" not in server.output(), server.output()
+
+
 async def test_four_concurrent_http_clients_are_isolated(http_server, spider_catalog):
     server = http_server()
     seen: dict[int, tuple[str, str]] = {}
