@@ -11,6 +11,8 @@
   session.
 - Errors repeat at most an excerpt of the input (`echoes`): a JSON-RPC request whose id is too
   long to send back is refused, and OpenEnv's error frames and JSON-RPC errors are cut short.
+- A client that leaves while a call runs ends its socket quietly: OpenEnv's failure to send
+  it the outcome is no error of the server's, and is not logged as one.
 - `CONNECTION_CLIENT` tells the environment the client of the connection it serves.
 """
 
@@ -24,6 +26,8 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
+
+from starlette.websockets import WebSocketDisconnect, WebSocketDisconnected
 
 from adapters.openenv.echoes import briefing_frames, briefing_json_rpc
 from env_core import asgi
@@ -212,11 +216,18 @@ class RequestGuard:
         self._sockets[client] += 1
         if attached is not None:
             attached.attached = True
+        departure = _Departure(send)
+        send = departure.send
         try:
             if scope["path"] in GUARDED_SOCKETS:
                 receive = _checked_frames(receive, send, scope["path"])
                 send = briefing_frames(send)
             await self.app(scope, receive, send)
+        except (WebSocketDisconnect, WebSocketDisconnected):
+            # The client left while a call ran: OpenEnv fails to send it the outcome, then an
+            # error about that, and the server would log a traceback each time.
+            if not departure.gone:
+                raise
         finally:
             self._sockets[client] -= 1
             if not self._sockets[client]:
@@ -230,6 +241,21 @@ class RequestGuard:
             f"this client has {self.per_client} connections open, as many as one client may; "
             "close one (or let an idle session expire) before opening another"
         )
+
+
+class _Departure:
+    """A socket's send that notes when its client has gone (a send to it failed)."""
+
+    def __init__(self, send: Send) -> None:
+        self.gone = False
+        self._send = send
+
+    async def send(self, message: Message) -> None:
+        try:
+            await self._send(message)
+        except OSError:
+            self.gone = True
+            raise
 
 
 def _checked_frames(receive: Receive, send: Send, path: str) -> Receive:

@@ -4,7 +4,9 @@ and a message nested too deep is an error that leaves the session and its episod
 from __future__ import annotations
 
 import json
+import logging
 
+import anyio
 import httpx
 import pytest
 import websockets
@@ -116,3 +118,34 @@ def test_a_json_rpc_request_nested_too_deep_gets_a_parse_error(spider_server):
         "code": -32700,
         "message": "the request nests arrays and objects too deep to be read",
     }
+
+
+# ~0.3 s in a SQL worker: the reply comes after its client has gone.
+SLOW_QUERY = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 800000) "
+    "SELECT count(*) FROM c -- {n}"
+)
+
+
+async def test_clients_that_drop_their_socket_mid_call_leave_no_error_in_the_log(start_server):
+    errors: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = errors.append
+    with start_server() as url:
+        server_log = logging.getLogger("uvicorn.error")
+        server_log.addHandler(handler)
+        try:
+            for n in range(3):
+                socket = await websockets.connect(socket_url(url, "/ws"))
+                await ask(socket, {"type": "reset", "data": {"seed": n}})
+                call = {**QUERY, "arguments": {"sql": SLOW_QUERY.format(n=n)}}
+                await socket.send(json.dumps({"type": "step", "data": call}))
+                await anyio.sleep(0.05)
+                socket.transport.abort()  # gone, without a closing handshake
+            await anyio.sleep(1.0)  # the replies come and find their sockets gone
+            async with websockets.connect(socket_url(url, "/ws")) as socket:
+                started = json.loads(await ask(socket, {"type": "reset", "data": {"seed": 9}}))
+        finally:
+            server_log.removeHandler(handler)
+    assert [record.getMessage() for record in errors] == []
+    assert started["data"]["observation"]["text"].startswith("Question: ")
