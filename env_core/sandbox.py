@@ -308,8 +308,9 @@ class Sandbox:
 
     def _take(self, new_waiter: Callable[[], WaiterT]) -> Worker | WaiterT:
         """An idle worker, or else a new waiter in line for one (starting a worker if there
-        is room for one): the waiter is handed its job running. Most calls find a worker
-        idle and make no waiter. An idle worker that has ended is replaced, not handed out."""
+        is room for one, unless one failed to start within `START_RETRY_S`): the waiter is
+        handed its job running. Most calls find a worker idle and make no waiter. An idle
+        worker that has ended is replaced, not handed out."""
         ended: list[Worker] = []
         try:
             with self._lock:
