@@ -215,7 +215,7 @@ def http_app(
     """The streamable-HTTP application, its connections guarded (see `sqlenv_mcp.guard`):
     `in_use(session_id)` tells a connection that must not be ended early. In assessment
     mode (`seats`), connections are opened at a seat's address (see `SeatRouter`). The
-    process serves from here on: its garbage collector is set for that."""
+    process serves from here on: its garbage collector and the SDK's log are set for that."""
     tune_for_serving()
     logging.getLogger("mcp.server.streamable_http").addFilter(CLOSED_STREAMS)
     app = ConnectionGuard(
