@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import reprlib
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -36,6 +38,11 @@ if TYPE_CHECKING:
 MAX_ANSWER_CHARS = 20_000
 # A refused call names its tool as sent, cut short: it may be any text.
 MAX_REFUSED_NAME_CHARS = 64
+# A failed call's arguments are kept (in its step and the repeat check) cut to this size: a
+# client may send megabytes that the call refuses, and the episode would hold them to its end.
+MAX_KEPT_ARGUMENT_CHARS = 1_000
+_KEPT_REPR = reprlib.Repr()  # nested values: a bounded text, however deep or large
+_KEPT_REPR.maxstring = _KEPT_REPR.maxother = MAX_KEPT_ARGUMENT_CHARS // 10
 REFUSAL_KINDS = frozenset(error_kinds(EpisodeError))
 
 
@@ -197,8 +204,9 @@ class Episode:
             self._busy = False
 
     def _record(self, tool: str, arguments: dict[str, Any], result: ToolResult) -> None:
+        kept = arguments if result.ok else kept_arguments(arguments)
         with self._lock:
-            self.history.append(Step(tool, arguments, result))
+            self.history.append(Step(tool, kept, result))
             self.total_reward = round(self.total_reward + result.reward, 6)
 
     def abandon(self) -> float:
@@ -241,7 +249,7 @@ class Episode:
 
     def _failed(self, tool: str, error: ToolError, arguments: dict[str, Any]) -> ToolResult:
         text, data = render.error_text(error), error_data(error)
-        return self._finish_step(tool, False, text, data, arguments, None)
+        return self._finish_step(tool, False, text, data, kept_arguments(arguments), None)
 
     def _explore(self, tool: str, arguments: dict[str, Any]) -> Work[tuple[str, dict, str | None]]:
         if tool == "describe":
@@ -280,3 +288,23 @@ class Episode:
         reward = round(self.rewards.terminal(verdict.correct), 6)
         text = f"{'Correct' if verdict.correct else 'Incorrect'}. The episode is over."
         return ToolResult("answer", True, text, {"correct": verdict.correct}, reward, True)
+
+
+def kept_arguments(arguments: Mapping[Any, Any]) -> dict[Any, Any]:
+    """A failed call's arguments as its episode keeps them: text over
+    `MAX_KEPT_ARGUMENT_CHARS` cut short with its length and a digest (different texts stay
+    different calls for the repeat check), other values that are not numbers described in a
+    bounded text."""
+    return {_kept(name): _kept(value) for name, value in arguments.items()}
+
+
+def _kept(value: Any) -> Any:
+    if isinstance(value, str):
+        if len(value) <= MAX_KEPT_ARGUMENT_CHARS:
+            return value
+        raw = value.encode(errors="surrogatepass")
+        digest = hashlib.blake2b(raw, digest_size=8).hexdigest()
+        return f"{value[:MAX_KEPT_ARGUMENT_CHARS]}... ({len(value)} characters, {digest})"
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return _KEPT_REPR.repr(value)

@@ -1,3 +1,5 @@
+import tracemalloc
+
 import pytest
 
 from env_core.errors import EpisodeFinishedError
@@ -80,6 +82,43 @@ def test_running_out_of_steps_ends_with_the_wrong_answer_reward(episode):
     assert episode.correct is None
     with pytest.raises(EpisodeFinishedError, match="ran out of steps"):
         episode.call("answer", {"value": "6"})
+
+
+def test_a_failed_calls_arguments_are_kept_cut_short_and_still_told_apart(episode):
+    huge = "SELECT " + "x" * 1_000_000
+    first = episode.call("query", {"sql": huge})
+    again = episode.call("query", {"sql": huge})
+    other = episode.call("query", {"sql": huge[:-1] + "y"})  # as long, and the same at first
+    assert {result.data["error"] for result in (first, again, other)} == {"query_rejected"}
+    assert [first.reward, again.reward, other.reward] == [-0.02, -0.04, -0.02]  # a repeat
+    kept = [step.arguments["sql"] for step in episode.history]
+    assert max(map(len, kept)) < 1_100
+    assert kept[0] == kept[1] != kept[2]
+
+
+def test_an_episode_holds_only_an_excerpt_of_the_arguments_it_refused(spider_catalog):
+    manager = SessionManager(spider_catalog, SessionConfig(split=DEV, max_steps=15))
+    episode = manager.create(question_id=SINGER_COUNT)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(10):  # 1 MB each, refused: over the SQL length limit
+            assert not episode.call("query", {"sql": f"SELECT {n} " + "é" * 1_000_000}).ok
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+        manager.shutdown()
+    assert held < 200_000, held
+
+
+def test_arguments_nested_deeper_than_python_reads_are_a_mistake_like_any_other(episode):
+    deep: list = []
+    for _ in range(5_000):
+        deep = [deep]
+    result = episode.call("describe", {"table": deep})
+    assert (result.ok, result.data["error"]) == (False, "invalid_argument")
+    assert result.text.startswith("Error: describe: table must be a string")
+    assert episode.steps_used == 1
 
 
 def test_oversize_answer_is_rejected_without_ending_the_episode(episode):
