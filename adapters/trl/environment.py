@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import queue
 import threading
 import weakref
@@ -22,6 +23,8 @@ from env_core.errors import UnknownEpisodeError
 from env_core.factory import open_sessions
 from env_core.sessions import SessionManager, running
 from env_core.tools import TOOLS, ToolSpec, tool_specs
+
+log = logging.getLogger(__name__)
 
 
 def _docstring(spec: ToolSpec) -> str:
@@ -71,6 +74,7 @@ class SQLEnvTRL:
         row (`prompt`, ...) are ignored. Options that name no question raise the engine's
         error and leave the running episode as it is.
         """
+        close_dropped()
         episode = self._manager.create(
             seed=seed,
             question_id=question_id,
@@ -82,8 +86,8 @@ class SQLEnvTRL:
             self._ending.detach()
         self._episode = episode
         # An instance dropped with its episode running ends it when garbage-collected.
-        dropped = (self._manager, episode.episode_id)
-        self._ending = weakref.finalize(self, _dropped_episodes().put, dropped)
+        ending = functools.partial(self._manager.close, episode.episode_id)
+        self._ending = weakref.finalize(self, dropped().put, ending)
         return self._episode.start.text
 
     def describe(self, table: str) -> str:
@@ -123,19 +127,38 @@ class SQLEnvTRL:
 
 
 @functools.cache
-def _dropped_episodes() -> queue.SimpleQueue[tuple[SessionManager, str]]:
-    """Where an instance that is garbage-collected with its episode running leaves it, for a
-    thread of its own (started here) to close. The collector may run that finalizer while the
-    collecting thread holds the manager's lock, so it only queues (a SimpleQueue takes none)."""
-    dropped: queue.SimpleQueue[tuple[SessionManager, str]] = queue.SimpleQueue()
+def dropped() -> queue.SimpleQueue[Callable[[], object]]:
+    """Where an instance that is garbage-collected while it holds something (its episode, its
+    connection) leaves the call that closes it, for a thread of its own (started here) to make.
+    The collector may run that finalizer while the collecting thread holds the manager's lock,
+    so it only queues (a SimpleQueue takes none)."""
+    closes: queue.SimpleQueue[Callable[[], object]] = queue.SimpleQueue()
 
-    def close_dropped() -> None:
+    def close_in_turn() -> None:
         while True:
-            manager, episode_id = dropped.get()
-            manager.close(episode_id)
+            _close(closes.get())
 
-    threading.Thread(target=close_dropped, name="sqlenv-trl-dropped", daemon=True).start()
-    return dropped
+    threading.Thread(target=close_in_turn, name="sqlenv-trl-dropped", daemon=True).start()
+    return closes
+
+
+def close_dropped() -> None:
+    """Close, in this thread, what dropped instances left: a trainer that makes and drops
+    instances faster than the closing thread runs would otherwise find every slot held."""
+    closes = dropped()
+    while True:
+        try:
+            close = closes.get_nowait()
+        except queue.Empty:
+            return
+        _close(close)
+
+
+def _close(close: Callable[[], object]) -> None:
+    try:
+        close()
+    except Exception:  # the thing was already closed, or its server gone: nothing is held
+        log.debug("closing a dropped instance's episode or connection failed", exc_info=True)
 
 
 def _document(environment: type[SQLEnvTRL]) -> type[SQLEnvTRL]:

@@ -10,17 +10,26 @@ Each instance, one rollout, holds one WebSocket session through the typed client
 must allow as many sessions as rollouts run at once, from one client address
 (`SQLENV_MAX_EPISODES`, `SQLENV_MAX_CONNECTIONS_PER_CLIENT`, `SQLENV_MAX_EPISODES_PER_CLIENT`).
 The tools, their descriptions and their texts are `SQLEnvTRL`'s, for a server with the default
-row limits.
+row limits; the server's rewards must be the shaped or the sparse profile (`REMOTE_PROFILES`).
+An instance dropped without being closed closes its connection when garbage-collected.
 """
 
 from __future__ import annotations
 
+import functools
+import weakref
 from typing import Any
 
+import httpx
 from openenv.core.env_server.mcp_types import CallToolAction
 
 from adapters.openenv.client import SQLEnvClient
-from adapters.trl.environment import SQLEnvTRL
+from adapters.trl.environment import SQLEnvTRL, close_dropped, dropped
+
+# The reward profiles under which an unanswered episode's total is the sum of its step rewards
+# (no refund, a wrong answer worth 0), as in process: the server cannot be asked to end an
+# episode and book what the others add at its end.
+REMOTE_PROFILES = ("shaped", "sparse")
 
 
 class RemoteSQLEnvTRL(SQLEnvTRL):
@@ -28,8 +37,12 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
 
     def __init__(self, base_url: str) -> None:
         self._episode = None
+        self._base_url = base_url
         self._client = SQLEnvClient(base_url=base_url).sync()
         self._total_reward = 0.0
+        # An instance dropped unclosed closes its connection, and so its server session, when
+        # garbage-collected.
+        self._closing = weakref.finalize(self, dropped().put, self._client.close)
 
     def reset(
         self,
@@ -40,6 +53,8 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
         **_row: Any,
     ) -> str:
         """Start the episode a dataset row names on the server; returns its opening text."""
+        close_dropped()
+        _check_rewards(self._base_url)
         chosen = {"question_id": question_id, "db_id": db_id, "seed": seed, "split": split}
         started = self._client.reset(**{k: v for k, v in chosen.items() if v is not None})
         if started.observation.error:
@@ -50,8 +65,8 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
         return started.observation.text
 
     def get_reward(self) -> float:
-        """The sum of the episode's step rewards, as the server gave them. (An episode left
-        unanswered gets no end-of-episode adjustment, unlike in process.)"""
+        """The sum of the episode's step rewards, as the server gave them: for an episode left
+        unanswered, what `SQLEnvTRL` gives under the profiles a remote rollout may use."""
         return self._total_reward
 
     def __enter__(self) -> RemoteSQLEnvTRL:
@@ -59,9 +74,23 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
 
     def __exit__(self, *_exc: object) -> None:
         # Not a public method: TRL would offer it to the model as a tool.
+        self._closing.detach()
         self._client.close()
 
     def _call(self, tool: str, arguments: dict[str, Any]) -> str:
         result = self._client.step(CallToolAction(tool_name=tool, arguments=arguments))
         self._total_reward += result.reward or 0.0
         return result.observation.text
+
+
+@functools.cache
+def _check_rewards(base_url: str) -> None:
+    """Refuse a server whose rewards a remote rollout would sum differently from in process."""
+    served = httpx.get(f"{base_url.rstrip('/')}/catalog", timeout=30).raise_for_status().json()
+    profile = served.get("reward_profile")
+    if profile not in REMOTE_PROFILES:
+        raise RuntimeError(
+            f"the server at {base_url} serves the {profile!r} reward profile, which ends an "
+            "unanswered episode with an adjustment a remote rollout cannot ask for; serve "
+            f"--reward-profile {' or '.join(REMOTE_PROFILES)}, or train in process with SQLEnvTRL"
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 
@@ -15,6 +16,7 @@ from openenv.core.mcp_client import MCPToolClient
 from openenv_testing import SPIDER_SPLIT, play_oracle, served_record, step_record
 
 from adapters.openenv.client import SQLAction, SQLEnvClient
+from adapters.trl.remote import RemoteSQLEnvTRL
 from env_core.answers import gold_as_json
 from env_core.factory import open_sessions
 from env_core.oracle import play_oracle as play_in_process
@@ -210,6 +212,35 @@ async def test_a_session_that_cannot_start_is_refused_without_the_servers_object
             assert not (await env.reset(seed=1)).done
     assert "Environment factory 'SQLExploreEnvironment' failed" in str(refusal.value)
     assert " object at 0x" not in str(refusal.value)
+
+
+def test_remote_trl_instances_dropped_unclosed_end_their_sessions(start_server):
+    """A trainer's rollouts on a server: instances garbage-collected without being closed
+    close their connections (and their client threads), so their sessions do not pile up."""
+    with start_server() as url:
+        for seed in range(6):
+            remote = RemoteSQLEnvTRL(url)
+            assert remote.reset(seed=seed).startswith("Question: ")
+            remote.describe("nothing")
+        del remote
+        gc.collect()
+        deadline = time.monotonic() + 20
+        while httpx.get(f"{url}/stats").json()["active"]:
+            assert time.monotonic() < deadline, "dropped instances held their sessions"
+            time.sleep(0.1)
+
+
+def test_remote_trl_refuses_a_server_whose_rewards_it_would_sum_otherwise(start_server):
+    """Under the potential profile an unanswered episode is refunded its exploration at the
+    end, which only the server can book: remote, leaving an episode unanswered would pay."""
+    with (
+        start_server(reward_profile="potential") as url,
+        RemoteSQLEnvTRL(url) as remote,
+        pytest.raises(RuntimeError) as refusal,
+    ):
+        remote.reset(seed=1)
+    assert "serves the 'potential' reward profile" in str(refusal.value)
+    assert "--reward-profile shaped or sparse" in str(refusal.value)
 
 
 async def wait_until_no_episodes(url: str) -> None:

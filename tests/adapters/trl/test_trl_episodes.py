@@ -1,5 +1,5 @@
 """SQLEnvTRL's episodes: a reset naming no question leaves the running one, and an instance
-that is dropped and garbage-collected ends its own."""
+that is dropped and garbage-collected ends its own, by the time another instance resets."""
 
 from __future__ import annotations
 
@@ -54,6 +54,19 @@ def test_dropped_instances_end_their_episodes(small_manager):
         gc.collect()
         assert [reference() for reference in dropped] == [None] * 8
         wait_for_no_episodes(small_manager)
+
+
+def test_instances_made_and_dropped_in_turn_never_find_the_slots_held(spider_catalog):
+    """A trainer may make and drop instances faster than the closing thread runs."""
+    manager = SessionManager(spider_catalog, SessionConfig(split=SPIDER_DEV, max_episodes=2))
+    try:
+        for _ in range(300):
+            environment = SQLEnvTRL(manager)
+            environment.reset()
+            del environment
+        assert manager.stats().active <= 2
+    finally:
+        manager.shutdown()
 
 
 def wait_for_no_episodes(manager: SessionManager) -> None:
