@@ -210,11 +210,9 @@ def floor(sessions: int) -> list[str]:
     return [sys.executable, __file__, "--serve-floor", "--max-sessions", str(sessions)]
 
 
-def replay(args: argparse.Namespace, sessions: int = 4, *options: str) -> list[str]:
-    return [
-        *(*floor(sessions), "--replay", *options),
-        *("--data-dir", args.data_dir, "--split", args.split),
-    ]
+def replay(args: argparse.Namespace, sessions: int = 4, *, sql: bool = False) -> list[str]:
+    options = ["--replay", *(["--sql"] if sql else [])]
+    return [*floor(sessions), *options, "--data-dir", args.data_dir, "--split", args.split]
 
 
 def percentile(samples: list[float], q: int) -> float:
@@ -404,7 +402,7 @@ def main() -> None:
     commands = {
         "floor": floor(4),
         "replay": replay(args),
-        "sql": replay(args, 4, "--sql"),
+        "sql": replay(args, sql=True),
         "ours": ours(args, 4, MAX_STEPS),
     }
     with contextlib.ExitStack() as stack:

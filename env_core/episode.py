@@ -195,19 +195,18 @@ class Episode:
             except GeneratorExit:
                 # The caller gave up while the call ran (a cancel, a dropped connection): it
                 # is spent like a failed call, or cancelling would be a free probe.
-                result = self._failed(tool, CallCancelledError.spent(), arguments)
-                self._record(tool, arguments, result)
+                self._failed(tool, CallCancelledError.spent(), arguments)
                 raise
-            self._record(tool, arguments, result)
             return result
         finally:
             self._busy = False
 
-    def _record(self, tool: str, arguments: dict[str, Any], result: ToolResult) -> None:
-        kept = arguments if result.ok else kept_arguments(arguments)
+    def _record(self, tool: str, arguments: dict[str, Any], result: ToolResult) -> ToolResult:
+        """Book a step the episode took; its result."""
         with self._lock:
-            self.history.append(Step(tool, kept, result))
+            self.history.append(Step(tool, arguments, result))
             self.total_reward = round(self.total_reward + result.reward, 6)
+        return result
 
     def abandon(self) -> float:
         """End an unfinished episode without an answer, booking the wrong-answer terminal
@@ -241,7 +240,7 @@ class Episode:
         try:
             check_arguments(spec, arguments)
             if tool == "answer":
-                return self._answer(arguments["value"])
+                return self._answer(arguments)
             text, data, table = yield from self._explore(tool, arguments)
         except ToolError as error:
             return self._failed(tool, error, arguments)
@@ -275,9 +274,11 @@ class Episode:
         else:
             left = self.max_steps - self.steps_used - 1
             text += f"\n[{left} step{'' if left == 1 else 's'} left]"
-        return ToolResult(tool, ok, text, data, round(reward, 6), done)
+        result = ToolResult(tool, ok, text, data, round(reward, 6), done)
+        return self._record(tool, arguments, result)
 
-    def _answer(self, value: Any) -> ToolResult:
+    def _answer(self, arguments: dict[str, Any]) -> ToolResult:
+        value = arguments["value"]
         if isinstance(value, str) and len(value) > MAX_ANSWER_CHARS:
             raise InvalidArgumentError(
                 f"the answer is {len(value)} characters; the limit is {MAX_ANSWER_CHARS}"
@@ -287,7 +288,8 @@ class Episode:
         self.done = True
         reward = round(self.rewards.terminal(verdict.correct), 6)
         text = f"{'Correct' if verdict.correct else 'Incorrect'}. The episode is over."
-        return ToolResult("answer", True, text, {"correct": verdict.correct}, reward, True)
+        result = ToolResult("answer", True, text, {"correct": verdict.correct}, reward, True)
+        return self._record("answer", arguments, result)
 
 
 def kept_arguments(arguments: Mapping[Any, Any]) -> dict[Any, Any]:

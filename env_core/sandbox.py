@@ -442,12 +442,7 @@ class Sandbox:
         thread can start now (the process is at its limit of threads or processes)."""
 
         def settle() -> None:
-            try:
-                rows = self._rows(running, job)
-            except Exception as error:
-                tell(None, error)
-            else:
-                tell(rows, None)
+            _told(tell, self._rows, running, job)
 
         try:
             threading.Thread(target=settle, name=REPLY_THREAD, daemon=True).start()
@@ -486,22 +481,11 @@ class Sandbox:
             loop.remove_reader(worker.output)
             timer.cancel()
 
-        def tell(rows: Rows | None, error: BaseException | None) -> None:
-            if outcome.cancelled():
-                return
-            if error is not None:
-                outcome.set_exception(error)
-            else:
-                outcome.set_result(rows)
+        tell = functools.partial(_resolve, outcome)
 
         def conclude(reply: bytes | None) -> None:
             stop_waiting()
-            try:
-                rows = self._settle(worker, job, reply)
-            except Exception as error:
-                tell(None, error)
-            else:
-                tell(rows, None)
+            _told(tell, self._settle, worker, job, reply)
 
         def readable() -> None:
             try:
@@ -569,6 +553,26 @@ def _nobody(_rows: Rows | None, _error: BaseException | None) -> None:
     """Where the outcome of a job nobody waits for goes."""
 
 
+def _told(tell: Tell, rows_of: Callable[..., Rows], *arguments: Any) -> None:
+    """`tell` the rows `rows_of(*arguments)` gives, or the error it raises."""
+    try:
+        rows = rows_of(*arguments)
+    except Exception as error:
+        tell(None, error)
+    else:
+        tell(rows, None)
+
+
+def _resolve(outcome: asyncio.Future[Rows], rows: Rows | None, error: BaseException | None) -> None:
+    """Give a loop caller its job's outcome, unless it gave up waiting."""
+    if outcome.cancelled():
+        return
+    if error is not None:
+        outcome.set_exception(error)
+    else:
+        outcome.set_result(rows)
+
+
 def _shutting_down() -> QueryRejectedError:
     return QueryRejectedError("the server is shutting down; no query can run now")
 
@@ -626,19 +630,11 @@ class _LoopWaiter(_Waiter):
         self._sandbox._watch(worker, self.job, sent, self._outcome)
 
     def _tell(self, rows: Rows | None, error: BaseException | None) -> None:
-        self._on_loop(self._resolve, rows, error)
+        self._on_loop(_resolve, self._outcome, rows, error)
 
     def _on_loop(self, callback: Callable[..., None], *arguments: Any) -> None:
         with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is waiting
             self._loop.call_soon_threadsafe(callback, *arguments)
-
-    def _resolve(self, rows: Rows | None, error: BaseException | None) -> None:
-        if self._outcome.cancelled():
-            return
-        if error is not None:
-            self._outcome.set_exception(error)
-        else:
-            self._outcome.set_result(rows)
 
     def abandon(self) -> None:
         """Nobody waits for the outcome any more: it is dropped when it comes."""
