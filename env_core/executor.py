@@ -11,8 +11,9 @@ Table names from agents are matched against `sqlite_master` and quoted, never pa
 
 With a `Sandbox`, agent SQL runs in a worker process instead (see `env_core.sandbox`), which
 also bounds the time and memory SQLite spends *preparing* a statement. Only calls that are
-bounded by construction run here: describe (read once, cached), sample on a plain table, and
-agent SQL the sandbox has already run quickly on the same unchanging file (`ProvenStatements`).
+bounded by construction run here: describe (read once, cached), sample on a plain table,
+agent SQL whose compiled program is bounded (`env_core.programs`), and agent SQL the sandbox has
+already run quickly on the same unchanging file (`ProvenStatements`).
 Results read from an unchanging file are kept and given again without running any SQL
 (`KeptResults`).
 Functions that cannot be interrupted are replaced on every connection, so a schema expression
@@ -45,6 +46,7 @@ from env_core.errors import (
     UnknownTableError,
     shortened,
 )
+from env_core.programs import MAX_FILE_BYTES, MAX_SQL_CHARS, runs_bounded, worth_compiling
 from env_core.render import rows_text, schema_text, visible
 from env_core.sandbox import Job, SharedRun, Work, finish
 from env_core.settings import Settings
@@ -241,7 +243,7 @@ class ProvenStatements:
     DEADLINE_S = 0.005
     ENTRIES = 2048
     MAX_OVERRUNS = 2
-    MAX_SQL_CHARS = 2_000
+    MAX_SQL_CHARS = MAX_SQL_CHARS
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -276,10 +278,18 @@ class ProvenStatements:
         cheap = repeatable and result.elapsed_ms <= self.PROOF_MS
         with self._lock:
             shared = self._running.pop(key)
-            trusted = self._overruns.get(key, 0) < self.MAX_OVERRUNS
-            if cheap and trusted and len(key[1]) <= self.MAX_SQL_CHARS:
+            if cheap and self._trusted(key) and len(key[1]) <= self.MAX_SQL_CHARS:
                 _keep(self._proven, key, None, self.ENTRIES)
         shared.share(result if repeatable else None)
+
+    def trusted(self, key: tuple[int, str, int]) -> bool:
+        """Whether the statement may run in process: it has overrun or failed there fewer than
+        `MAX_OVERRUNS` times."""
+        with self._lock:
+            return self._trusted(key)
+
+    def _trusted(self, key: tuple[int, str, int]) -> bool:
+        return self._overruns.get(key, 0) < self.MAX_OVERRUNS
 
     def overran(self, key: tuple[int, str, int]) -> None:
         """The statement overran or failed in process: it loses its proof, for good once this
@@ -519,7 +529,7 @@ class ReadOnlyExecutor:
         self, sql: str, max_rows: int | None = None, *, client: str | None = None
     ) -> Work[QueryResult]:
         """Run agent SQL as a call: in the sandbox when there is one (for `client`), unless its
-        result is kept (`KEPT`), `PROVEN` says it may run in process, or another call is
+        result is kept (`KEPT`), it may run in process (`_in_process_s`), or another call is
         running it already."""
         if not isinstance(sql, str) or not sql.strip():
             raise InvalidArgumentError("sql must be a non-empty SELECT statement")
@@ -541,9 +551,10 @@ class ReadOnlyExecutor:
         kept = self._kept(key)
         if kept is not None:
             return kept
-        if PROVEN.holds(key):
+        deadline_s = self._in_process_s(sql, key)
+        if deadline_s is not None:
             try:
-                return self._keep(key, self._run(sql, limit, proven=True))
+                return self._keep(key, self._run(sql, limit, deadline_s=deadline_s))
             except SQLEnvError:
                 PROVEN.overran(key)
         job = self._job("query", sql, limit, client)
@@ -557,6 +568,40 @@ class ReadOnlyExecutor:
             return result
         finally:
             PROVEN.ran(key, result)
+
+    def _in_process_s(self, sql: str, key: tuple[int, str, int]) -> float | None:
+        """How long agent SQL may run in process, or None if only the sandbox may run it:
+        `DEADLINE_S` if `PROVEN`, and if its program is bounded (`_bounded`) the time a proof
+        allows, which caps what a statement slower than it looked costs the caller's thread
+        (a server's event loop) before it goes to the sandbox."""
+        if PROVEN.holds(key):
+            return PROVEN.DEADLINE_S
+        if self._bounded(sql, key):
+            return PROVEN.PROOF_MS / 1000
+        return None
+
+    def _bounded(self, sql: str, key: tuple[int, str, int]) -> bool:
+        """Whether the program SQLite compiles `sql` to is bounded (`env_core.programs`), on a
+        file small and plain enough for it (`_plain_small_file`), and the statement has not
+        overrun in process before. It is compiled here only when its text says that is cheap
+        and may find it bounded, under the deadline of a run here."""
+        if not (self._plain_small_file and worth_compiling(sql) and PROVEN.trusted(key)):
+            return False
+        with self._lock:
+            self._deadline = time.monotonic() + PROVEN.PROOF_MS / 1000
+            try:
+                program = self._uncached_connection().execute(f"EXPLAIN {sql}").fetchall()
+            except sqlite3.Error:
+                return False
+        return runs_bounded(program)
+
+    @functools.cached_property
+    def _plain_small_file(self) -> bool:
+        """At most `MAX_FILE_BYTES` (a single step over it, such as counting a table's rows, is
+        short) and no view, virtual table or generated column (a view's name expands when a
+        statement is compiled). Asked only of a file that never changes."""
+        small = self.path.stat().st_size <= MAX_FILE_BYTES
+        return small and not any(schema.computed for schema in self._schema.values())
 
     def _kept(self, key: tuple[int, str, int]) -> QueryResult | None:
         return KEPT.get(key) if self.immutable else None
@@ -624,19 +669,19 @@ class ReadOnlyExecutor:
     def _past_deadline(self) -> int:
         return 1 if time.monotonic() > self._deadline else 0
 
-    def _run(self, sql: str, limit: int, *, proven: bool = False) -> QueryResult:
-        """Run a statement here. A `proven` one (see `ProvenStatements`) runs under its own
-        deadline, on a connection that keeps no compiled statements, so that agent SQL run
-        here leaves nothing behind (a cache of wide statements held ~45 MiB per database)."""
+    def _run(self, sql: str, limit: int, *, deadline_s: float | None = None) -> QueryResult:
+        """Run a statement here. Agent SQL that a sandbox would otherwise run (see
+        `_in_process_s`) runs under its own deadline, on a connection that keeps no compiled
+        statements, so that it leaves nothing behind (a cache of wide statements held ~45 MiB
+        per database)."""
         self._follow_changes()
         with self._lock:
             started = time.monotonic()
-            timeout_s = PROVEN.DEADLINE_S if proven else self.limits.timeout_s
-            self._deadline = started + timeout_s
+            self._deadline = started + (self.limits.timeout_s if deadline_s is None else deadline_s)
             self._denied = None
             self._late = False
             self._repeatable = True  # known only when the statement is compiled afresh
-            connection = self._uncached_connection() if proven else self._connection
+            connection = self._connection if deadline_s is None else self._uncached_connection()
             try:
                 columns, rows, truncated = self._fetch(connection, sql, limit)
             except sqlite3.Error as error:

@@ -25,7 +25,8 @@ TIMEOUT_S = 2.0
 MEMORY_MB = 64
 # One call may add the budget, a worker's headroom and a fresh worker replacing a spent one.
 CALL_BOUND_MIB = MEMORY_MB + HEADROOM_BYTES // MIB + 40
-NORMAL_SQL = "SELECT count(*) FROM singer"
+# Sorted, so a worker runs it the first time (see env_core.programs).
+NORMAL_SQL = "SELECT count(*) FROM singer ORDER BY 1"
 COMMANDS = {
     "mcp": (["-m", "sqlenv_mcp", "--transport", "http"], "/healthz"),
     "openenv": (["-m", "adapters.openenv.server"], "/health"),

@@ -1,13 +1,19 @@
-"""Agent SQL the sandbox has run quickly on an unchanging file runs in process the next time,
-and nothing else does: not a statement that is slow to compile or to run, nor one that calls
-chance or the clock, nor one on a file that may change. A statement that takes longer in
-process than its proof said twice goes back to the sandbox for good, and a run in process keeps
-nothing compiled. A proof holds for its own executor. No result is kept here (`KEPT`), or a
-statement asked again would not run at all."""
+"""What agent SQL runs in process rather than in the sandbox.
+
+A statement whose compiled program only reads, compares and counts (`env_core.programs`) runs
+in process the first time, on a small file with nothing that expands when compiled; nothing
+whose program can grow with the data does. Other agent SQL the sandbox has run quickly on an
+unchanging file runs in process the next time, and nothing else does: not a statement that is
+slow to compile or to run, nor one that calls chance or the clock, nor one on a file that may
+change. A statement that takes longer in process than it looked (than its proof said) twice
+goes back to the sandbox for good, and a run in process keeps nothing compiled. A proof holds
+for its own executor. No result is kept here (`KEPT`), or a statement asked again would not run
+at all."""
 
 from __future__ import annotations
 
 import concurrent.futures
+import sqlite3
 import statistics
 import threading
 import time
@@ -18,6 +24,7 @@ from process_memory import MIB, PAGE
 
 from env_core.errors import QueryRejectedError
 from env_core.executor import KEPT, PROVEN, ReadOnlyExecutor
+from env_core.programs import MAX_FILE_BYTES
 from env_core.sandbox import Sandbox
 
 CONCERT = "concert_singer"
@@ -36,6 +43,33 @@ UNREPEATABLE = [
     "SELECT Name FROM singer WHERE strftime('%S', 'now') = '00'",
     "SELECT Name FROM singer WHERE CURRENT_TIMESTAMP > '2000'",
 ]
+
+
+BOUNDED = [
+    "SELECT count(*) FROM singer",
+    "SELECT Name, Age FROM singer WHERE Age BETWEEN 30 AND 40 OR Country IS NULL",
+    "SELECT * FROM singer LIMIT 2 OFFSET 1",
+    "SELECT max(Age), min(Age), avg(Age), sum(Age), total(Age), count(Name) FROM singer",
+    "SELECT s.Name FROM singer AS s JOIN singer_in_concert AS c ON s.Singer_ID = c.Singer_ID",
+    "SELECT 1 + 1",
+]
+GROWING = {
+    "sorted": "SELECT Name FROM singer ORDER BY Age",
+    "grouped": "SELECT Country, count(*) FROM singer GROUP BY Country",
+    "distinct": "SELECT DISTINCT Country FROM singer",
+    "in a list": "SELECT Name FROM singer WHERE Age IN (29, 32, 41)",
+    "a function": "SELECT upper(Name) FROM singer",
+    "like": "SELECT Name FROM singer WHERE Name LIKE 'J%'",
+    "concatenated": "SELECT Name || Country FROM singer",
+    "group_concat": "SELECT group_concat(Name) FROM singer",
+    "a subquery": "SELECT Name FROM singer WHERE Age > (SELECT avg(Age) FROM singer)",
+    "a union": "SELECT Name FROM singer UNION ALL SELECT Name FROM stadium",
+    "a CTE": "WITH s AS (SELECT * FROM singer) SELECT count(*) FROM s",
+    "natural": "SELECT count(*) FROM singer NATURAL JOIN singer_in_concert",
+    "using": "SELECT count(*) FROM singer JOIN singer_in_concert USING (Singer_ID)",
+    "five tables": "SELECT count(*) FROM singer a, singer b, singer c, singer d, singer e",
+    "257 columns": "SELECT " + ", ".join(["Age"] * 257) + " FROM singer",
+}
 
 
 @pytest.fixture(autouse=True)
@@ -60,6 +94,81 @@ def test_a_cheap_statement_runs_in_process_once_the_sandbox_ran_it(open_executor
     assert runs_without_the_sandbox(executor, sandbox, CHEAP)
     again = executor.query(CHEAP)
     assert (again.columns, again.rows) == (first.columns, first.rows)
+
+
+@pytest.mark.parametrize("sql", BOUNDED)
+def test_a_statement_whose_program_is_bounded_runs_in_process_the_first_time(
+    open_executor, sandbox, spider_dir, sql
+):
+    in_process = ReadOnlyExecutor(spider_dir / "database" / CONCERT / f"{CONCERT}.sqlite")
+    expected = in_process.query(sql)
+    in_process.close()
+    executor = open_executor()
+    sandbox.close()
+    result = executor.query(sql)
+    assert (result.columns, result.rows, result.truncated) == (
+        expected.columns,
+        expected.rows,
+        expected.truncated,
+    )
+
+
+@pytest.mark.parametrize("sql", GROWING.values(), ids=GROWING)
+def test_a_statement_whose_program_may_grow_with_the_data_runs_in_the_sandbox_first(
+    open_executor, sandbox, sql
+):
+    assert not runs_without_the_sandbox(open_executor(), sandbox, sql)
+
+
+def file_of(path: Path, *statements: str) -> Path:
+    connection = sqlite3.connect(path)
+    for statement in statements:
+        connection.execute(statement)
+    connection.commit()
+    connection.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    "statements",
+    [
+        ["CREATE TABLE t(x)", "CREATE VIEW v AS SELECT x FROM t"],
+        ["CREATE TABLE t(x)", "CREATE TABLE g(x, y AS (x * 2))"],
+        ["CREATE TABLE t(x)", f"INSERT INTO t VALUES (zeroblob({MAX_FILE_BYTES}))"],
+    ],
+    ids=["a view", "a generated column", "over the size"],
+)
+def test_on_a_file_that_expands_when_compiled_or_is_large_new_sql_runs_in_the_sandbox_first(
+    tmp_path, sandbox, statements
+):
+    executor = ReadOnlyExecutor(file_of(tmp_path / "file.sqlite", *statements), sandbox=sandbox)
+    try:
+        assert not runs_without_the_sandbox(executor, sandbox, "SELECT count(*) FROM t")
+    finally:
+        executor.close()
+
+
+def test_a_bounded_statement_slower_than_it_looked_goes_to_the_sandbox_for_good_the_second_time(
+    spider_dir, sandbox, monkeypatch
+):
+    """975,000 pairs: far over a millisecond in process, well under the deadline in a worker."""
+    path = spider_dir / "database" / "world_1" / "world_1.sqlite"
+    executor = ReadOnlyExecutor(path, sandbox=sandbox)
+    tried = []
+    run = executor._run
+
+    def noted_run(sql: str, limit: int, *, deadline_s: float | None = None):
+        tried.append(deadline_s)
+        return run(sql, limit, deadline_s=deadline_s)
+
+    monkeypatch.setattr(executor, "_run", noted_run)
+    pairs = "SELECT count(*) FROM city, country"
+    try:
+        for _ in range(PROVEN.MAX_OVERRUNS + 1):
+            assert executor.query(pairs).rows == ((4079 * 239,),)
+    finally:
+        executor.close()
+    assert tried == [PROVEN.PROOF_MS / 1000] * PROVEN.MAX_OVERRUNS
 
 
 def test_a_proof_holds_for_its_own_executor_only(open_executor, sandbox):
@@ -130,16 +239,19 @@ def test_a_run_in_process_stops_near_its_deadline_while_another_thread_is_busy(
     monkeypatch.setattr(PROVEN, "PROOF_MS", 100.0)
     path = spider_dir / "database" / "world_1" / "world_1.sqlite"
     executor = ReadOnlyExecutor(path, sandbox=Sandbox(workers=1, memory_mb=64))
-    statements = [f"SELECT {'+'.join(['ID'] * 250)} FROM city LIMIT {n}" for n in range(1, 6)]
+    # Sorted: a sorter is not bounded (env_core.programs), so the sandbox runs each first.
+    statements = [
+        f"SELECT {'+'.join(['ID'] * 250)} FROM city ORDER BY 1 LIMIT {n}" for n in range(1, 6)
+    ]
     spent = []
     run = executor._run
 
-    def timed_run(sql: str, limit: int, *, proven: bool = False):
+    def timed_run(sql: str, limit: int, *, deadline_s: float | None = None):
         started = time.perf_counter()
         try:
-            return run(sql, limit, proven=proven)
+            return run(sql, limit, deadline_s=deadline_s)
         finally:
-            if proven:  # in process
+            if deadline_s is not None:  # in process
                 spent.append((time.perf_counter() - started) * 1000)
 
     monkeypatch.setattr(executor, "_run", timed_run)

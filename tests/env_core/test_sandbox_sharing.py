@@ -195,20 +195,20 @@ def test_a_call_no_worker_takes_in_time_spends_no_step(manager):
     holders = [manager.create(db_id=CONCERT, client=client) for client in ("a", "b", "d")]
     waiting = manager.create(db_id=CONCERT, client="c")
     manager.step(waiting.episode_id, "describe", {"table": "singer"})  # a step of its own
-    manager.step(holders[0].episode_id, "query", {"sql": "SELECT 1"})  # the worker is up
+    manager.step(holders[0].episode_id, "query", {"sql": "SELECT abs(1)"})  # the worker is up
     held = []
     for n, holder in enumerate(holders):  # three calls in turn hold the only worker 0.55 s each
         stuck = {"sql": f"{STUCK} -- {n}"}  # three statements: one would be run once for all
         held.append(in_thread(manager.step, holder.episode_id, "query", stuck))
         time.sleep(0.05)
-    # Not "SELECT 1": the sandbox ran that quickly, so it would now run in process.
-    refused = manager.step(waiting.episode_id, "query", {"sql": "SELECT 2"})
+    # Not "SELECT abs(1)": the sandbox ran that quickly, so it would now run in process.
+    refused = manager.step(waiting.episode_id, "query", {"sql": "SELECT abs(2)"})
     for thread in held:
         thread.join()
     assert (refused.ok, refused.done, refused.data["error"]) == (False, False, "server_busy")
     assert refused.text.startswith("Error: the server is busy")
     assert waiting.steps_used == 1
-    assert manager.step(waiting.episode_id, "query", {"sql": "SELECT 1"}).ok
+    assert manager.step(waiting.episode_id, "query", {"sql": "SELECT abs(1)"}).ok
 
 
 def test_a_call_when_no_worker_can_start_spends_no_step(manager, monkeypatch):
@@ -223,13 +223,13 @@ def test_a_call_when_no_worker_can_start_spends_no_step(manager, monkeypatch):
         start(thread)
 
     monkeypatch.setattr(threading.Thread, "start", refused)
-    refused_call = manager.step(episode.episode_id, "query", {"sql": "SELECT 1"})
+    refused_call = manager.step(episode.episode_id, "query", {"sql": "SELECT abs(1)"})
     assert (refused_call.ok, refused_call.done) == (False, False)
     assert refused_call.data == error_data(ServerBusyError.without_workers())
     assert episode.steps_used == 0
     refusing[0] = False
     time.sleep(START_RETRY_S)
-    assert manager.step(episode.episode_id, "query", {"sql": "SELECT 1"}).ok
+    assert manager.step(episode.episode_id, "query", {"sql": "SELECT abs(1)"}).ok
 
 
 def test_a_clients_episodes_hold_up_another_clients_by_one_call_each(spider_catalog):
@@ -244,7 +244,7 @@ def test_a_clients_episodes_hold_up_another_clients_by_one_call_each(spider_cata
         finished.append(name)
 
     try:
-        run("start", "a", "SELECT 1")  # the worker is up
+        run("start", "a", "SELECT abs(1)")  # the worker is up
         threads = [in_thread(run, "a0", "a", SLOWER)]
         time.sleep(0.05)
         for name in ("a1", "a2", "a3"):
