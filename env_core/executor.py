@@ -421,7 +421,9 @@ class ReadOnlyExecutor:
         self._repeatable = True
         self._users = 1
         self._lazy_schema = lazy_schema
-        self._statement_cache = statement_cache
+        # With a sandbox, what runs here on a file that never changes is kept (`KEPT`), never
+        # compiled again; and agent SQL run here must leave nothing compiled behind (see `_run`).
+        self._statement_cache = statement_cache and not (sandbox is not None and immutable)
         self._serial = next(_SERIALS)  # names its proofs (see ProvenStatements)
         self._open()
 
@@ -691,6 +693,8 @@ class ReadOnlyExecutor:
         return QueryResult(columns, rows, truncated, round(elapsed_ms, 3), repeatable)
 
     def _uncached_connection(self) -> sqlite3.Connection:
+        if not self._statement_cache:
+            return self._connection
         if self._uncached is None:
             self._uncached = open_read_only(
                 self.path, immutable=self.immutable, statement_cache=False

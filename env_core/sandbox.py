@@ -258,6 +258,7 @@ class Sandbox:
         opened = databases[:OPEN_DATABASES] if limits is not None else ()
         self._databases = tuple(_database(str(path), True, limits) for path in opened)
         self.killed = 0
+        self.jobs = 0  # sent to a worker
         self._lock = threading.Lock()
         self._idle: list[Worker] = []
         self._processes = 0  # running or starting
@@ -409,6 +410,7 @@ class Sandbox:
             raise ServerBusyError.worker_lost() from None
         except BaseException as error:
             raise self._lost(worker, error) from None
+        self.jobs += 1
         return worker, time.monotonic()
 
     def _retire(self, worker: Worker) -> None:
