@@ -46,7 +46,7 @@ from env_core.errors import (
     UnknownTableError,
     shortened,
 )
-from env_core.programs import MAX_FILE_BYTES, MAX_SQL_CHARS, runs_bounded, worth_compiling
+from env_core.programs import MAX_FILE_BYTES, runs_bounded, worth_compiling
 from env_core.render import rows_text, schema_text, visible
 from env_core.sandbox import Job, SharedRun, Work, finish
 from env_core.settings import Settings
@@ -243,7 +243,7 @@ class ProvenStatements:
     DEADLINE_S = 0.005
     ENTRIES = 2048
     MAX_OVERRUNS = 2
-    MAX_SQL_CHARS = MAX_SQL_CHARS
+    MAX_SQL_CHARS = 2_000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -585,17 +585,23 @@ class ReadOnlyExecutor:
     def _bounded(self, sql: str, key: tuple[int, str, int]) -> bool:
         """Whether the program SQLite compiles `sql` to is bounded (`env_core.programs`), on a
         file small and plain enough for it (`_plain_small_file`), and the statement has not
-        overrun in process before. It is compiled here only when its text says that is cheap
-        and may find it bounded, under the deadline of a run here."""
+        overrun in process before. It is compiled here only when it is a SELECT whose text
+        says that is cheap and may find it bounded; compiling it past the deadline of a run
+        here is an overrun."""
         if not (self._plain_small_file and worth_compiling(sql) and PROVEN.trusted(key)):
+            return False
+        if _first_words(sql, 1) != ("select",):
             return False
         with self._lock:
             self._deadline = time.monotonic() + PROVEN.PROOF_MS / 1000
             try:
                 program = self._uncached_connection().execute(f"EXPLAIN {sql}").fetchall()
             except sqlite3.Error:
-                return False
-        return runs_bounded(program)
+                program = None
+            late = time.monotonic() > self._deadline
+        if late:
+            PROVEN.overran(key)
+        return program is not None and not late and runs_bounded(program)
 
     @functools.cached_property
     def _plain_small_file(self) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from process_memory import MIB, PAGE
 
-from env_core.errors import QueryRejectedError
+from env_core.errors import QueryRejectedError, ToolError
 from env_core.executor import KEPT, PROVEN, ReadOnlyExecutor
 from env_core.programs import MAX_FILE_BYTES
 from env_core.sandbox import Sandbox
@@ -169,6 +169,27 @@ def test_a_bounded_statement_slower_than_it_looked_goes_to_the_sandbox_for_good_
     finally:
         executor.close()
     assert tried == [PROVEN.PROOF_MS / 1000] * PROVEN.MAX_OVERRUNS
+
+
+def test_a_statement_compiled_past_the_deadline_of_a_run_here_is_an_overrun(
+    open_executor, monkeypatch
+):
+    """The authorizer stops compiling past the deadline only while names are read; planning
+    and code come after. Past it, the statement goes to the sandbox, and for good the second
+    time, like one that overran its run."""
+    monkeypatch.setattr(PROVEN, "PROOF_MS", 1e-6)
+    executor = open_executor()
+    sql = "SELECT count(*) FROM singer"
+    for _ in range(PROVEN.MAX_OVERRUNS):
+        assert executor.query(sql).rows == ((6,),)
+    assert not PROVEN.trusted((executor._serial, sql, executor.limits.max_rows))
+
+
+@pytest.mark.parametrize("sql", ["QUERY PLAN SELECT 1", "/* SELECT */ REINDEX"])
+def test_only_a_select_is_compiled_to_see_if_it_is_bounded(open_executor, sql):
+    """EXPLAIN QUERY PLAN lists no program: read as one, it raised ValueError."""
+    with pytest.raises(ToolError):
+        open_executor().query(sql)
 
 
 def test_a_proof_holds_for_its_own_executor_only(open_executor, sandbox):
