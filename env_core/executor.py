@@ -36,6 +36,7 @@ from sys import getsizeof
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from env_core import programs
 from env_core.errors import (
     DataError,
     InvalidArgumentError,
@@ -46,7 +47,6 @@ from env_core.errors import (
     UnknownTableError,
     shortened,
 )
-from env_core.programs import MAX_FILE_BYTES, runs_bounded, worth_compiling
 from env_core.render import rows_text, schema_text, visible
 from env_core.sandbox import Job, SharedRun, Work, finish
 from env_core.settings import Settings
@@ -573,13 +573,12 @@ class ReadOnlyExecutor:
 
     def _in_process_s(self, sql: str, key: tuple[int, str, int]) -> float | None:
         """How long agent SQL may run in process, or None if only the sandbox may run it:
-        `DEADLINE_S` if `PROVEN`, and if its program is bounded (`_bounded`) the time a proof
-        allows, which caps what a statement slower than it looked costs the caller's thread
-        (a server's event loop) before it goes to the sandbox."""
+        `DEADLINE_S` if `PROVEN`, and if its program is bounded (`_bounded`) the bounded
+        programs' own (`env_core.programs.DEADLINE_S`)."""
         if PROVEN.holds(key):
             return PROVEN.DEADLINE_S
         if self._bounded(sql, key):
-            return PROVEN.PROOF_MS / 1000
+            return programs.DEADLINE_S
         return None
 
     def _bounded(self, sql: str, key: tuple[int, str, int]) -> bool:
@@ -588,12 +587,12 @@ class ReadOnlyExecutor:
         overrun in process before. It is compiled here only when it is a SELECT whose text
         says that is cheap and may find it bounded; compiling it past the deadline of a run
         here is an overrun."""
-        if not (self._plain_small_file and worth_compiling(sql) and PROVEN.trusted(key)):
+        if not (self._plain_small_file and programs.worth_compiling(sql) and PROVEN.trusted(key)):
             return False
         if _first_words(sql, 1) != ("select",):
             return False
         with self._lock:
-            self._deadline = time.monotonic() + PROVEN.PROOF_MS / 1000
+            self._deadline = time.monotonic() + programs.DEADLINE_S
             try:
                 program = self._uncached_connection().execute(f"EXPLAIN {sql}").fetchall()
             except sqlite3.Error:
@@ -601,14 +600,14 @@ class ReadOnlyExecutor:
             late = time.monotonic() > self._deadline
         if late:
             PROVEN.overran(key)
-        return program is not None and not late and runs_bounded(program)
+        return program is not None and not late and programs.runs_bounded(program)
 
     @functools.cached_property
     def _plain_small_file(self) -> bool:
         """At most `MAX_FILE_BYTES` (a single step over it, such as counting a table's rows, is
         short) and no view, virtual table or generated column (a view's name expands when a
         statement is compiled). Asked only of a file that never changes."""
-        small = self.path.stat().st_size <= MAX_FILE_BYTES
+        small = self.path.stat().st_size <= programs.MAX_FILE_BYTES
         return small and not any(schema.computed for schema in self._schema.values())
 
     def _kept(self, key: tuple[int, str, int]) -> QueryResult | None:

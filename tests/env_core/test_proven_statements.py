@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from process_memory import MIB, PAGE
 
+from env_core import programs
 from env_core.errors import QueryRejectedError, ToolError
 from env_core.executor import KEPT, PROVEN, ReadOnlyExecutor
 from env_core.programs import MAX_FILE_BYTES
@@ -168,7 +169,7 @@ def test_a_bounded_statement_slower_than_it_looked_goes_to_the_sandbox_for_good_
             assert executor.query(pairs).rows == ((4079 * 239,),)
     finally:
         executor.close()
-    assert tried == [PROVEN.PROOF_MS / 1000] * PROVEN.MAX_OVERRUNS
+    assert tried == [programs.DEADLINE_S] * PROVEN.MAX_OVERRUNS
 
 
 def test_a_statement_compiled_past_the_deadline_of_a_run_here_is_an_overrun(
@@ -177,7 +178,8 @@ def test_a_statement_compiled_past_the_deadline_of_a_run_here_is_an_overrun(
     """The authorizer stops compiling past the deadline only while names are read; planning
     and code come after. Past it, the statement goes to the sandbox, and for good the second
     time, like one that overran its run."""
-    monkeypatch.setattr(PROVEN, "PROOF_MS", 1e-6)
+    monkeypatch.setattr(programs, "DEADLINE_S", 1e-9)
+    monkeypatch.setattr(PROVEN, "PROOF_MS", -1.0)  # nor proven by its runs in the sandbox
     executor = open_executor()
     sql = "SELECT count(*) FROM singer"
     for _ in range(PROVEN.MAX_OVERRUNS):
