@@ -79,7 +79,8 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
 
     def _call(self, tool: str, arguments: dict[str, Any]) -> str:
         result = self._client.step(CallToolAction(tool_name=tool, arguments=arguments))
-        self._total_reward += result.reward or 0.0
+        # Rounded at every step, as the engine books an episode's total.
+        self._total_reward = round(self._total_reward + (result.reward or 0.0), 6)
         return result.observation.text
 
 

@@ -16,6 +16,7 @@ from openenv.core.mcp_client import MCPToolClient
 from openenv_testing import SPIDER_SPLIT, play_oracle, served_record, step_record
 
 from adapters.openenv.client import SQLAction, SQLEnvClient
+from adapters.trl.environment import SQLEnvTRL
 from adapters.trl.remote import RemoteSQLEnvTRL
 from env_core.answers import gold_as_json
 from env_core.factory import open_sessions
@@ -241,6 +242,29 @@ def test_remote_trl_refuses_a_server_whose_rewards_it_would_sum_otherwise(start_
         remote.reset(seed=1)
     assert "serves the 'potential' reward profile" in str(refusal.value)
     assert "--reward-profile shaped or sparse" in str(refusal.value)
+
+
+def test_remote_trl_rewards_add_up_as_in_process(spider_server, spider_settings):
+    """The engine rounds an episode's total at every step; summed unrounded, the remote total
+    drifted from it (-0.009999999999999998 for -0.01 after four steps)."""
+    calls = [
+        ("describe", {"table": "singer"}),
+        ("sample", {"table": "singer"}),
+        ("query", {"sql": "SELECT 6"}),
+        ("describe", {"table": "singer"}),
+        ("describe", {"table": "nothing"}),
+        ("query", {"sql": "SELECT 6"}),
+        ("describe", {"table": "concert"}),
+    ]
+    local = SQLEnvTRL(open_sessions(spider_settings))
+    with RemoteSQLEnvTRL(spider_server) as remote:
+        for environment in (local, remote):
+            environment.reset(question_id=f"{SPIDER_SPLIT}:1")
+        for tool, arguments in calls:
+            for environment in (local, remote):
+                getattr(environment, tool)(**arguments)
+        # Asked at the end, as TRL asks: in process, that ends the episode unanswered.
+        assert remote.get_reward() == local.get_reward() == -0.05
 
 
 async def wait_until_no_episodes(url: str) -> None:
