@@ -189,8 +189,13 @@ LOST_EPISODE = {
     # the door's when the balancer's 502 for the dead replica ended the connection.
     "mcp-http": ("McpError: Session terminated", "ConnectionError: the connection to the MCP"),
     # The OpenEnv client sees its WebSocket drop; or, if it has already reconnected (to a live
-    # replica: a new session), that no episode is running.
-    "openenv": ("ConnectionClosedError", "no episode is running: call reset first"),
+    # replica: a new session), that no episode is running; or, reconnecting before the
+    # balancer has marked the dead replica down, the balancer's 502.
+    "openenv": (
+        "ConnectionClosedError",
+        "no episode is running: call reset first",
+        "server rejected WebSocket connection: HTTP 502",
+    ),
 }
 
 
