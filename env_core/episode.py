@@ -27,7 +27,7 @@ from env_core.errors import (
     shown,
 )
 from env_core.executor import ReadOnlyExecutor
-from env_core.rewards import RewardTracker
+from env_core.rewards import RewardTracker, booked
 from env_core.sandbox import Work, finish
 from env_core.tools import ToolSpec, check_arguments, specs_by_name
 
@@ -205,7 +205,7 @@ class Episode:
         """Book a step the episode took; its result."""
         with self._lock:
             self.history.append(Step(tool, arguments, result))
-            self.total_reward = round(self.total_reward + result.reward, 6)
+            self.total_reward = booked(self.total_reward, result.reward)
         return result
 
     def abandon(self) -> float:
@@ -217,7 +217,7 @@ class Episode:
                 return 0.0
             reward = round(self.rewards.terminal(correct=False), 6)
             self.done = True
-            self.total_reward = round(self.total_reward + reward, 6)
+            self.total_reward = booked(self.total_reward, reward)
             return reward
 
     def close(self) -> None:

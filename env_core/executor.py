@@ -587,9 +587,8 @@ class ReadOnlyExecutor:
         overrun in process before. It is compiled here only when it is a SELECT whose text
         says that is cheap and may find it bounded; compiling it past the deadline of a run
         here is an overrun."""
-        if not (self._plain_small_file and programs.worth_compiling(sql) and PROVEN.trusted(key)):
-            return False
-        if _first_words(sql, 1) != ("select",):
+        worth = programs.worth_compiling(sql) and _first_words(sql, 1) == ("select",)
+        if not (self._plain_small_file and worth and PROVEN.trusted(key)):
             return False
         with self._lock:
             self._deadline = time.monotonic() + programs.DEADLINE_S

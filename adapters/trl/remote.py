@@ -25,6 +25,7 @@ from openenv.core.env_server.mcp_types import CallToolAction
 
 from adapters.openenv.client import SQLEnvClient
 from adapters.trl.environment import SQLEnvTRL, close_dropped, dropped
+from env_core.rewards import booked
 
 # The reward profiles under which an unanswered episode's total is the sum of its step rewards
 # (no refund, a wrong answer worth 0), as in process: the server cannot be asked to end an
@@ -79,8 +80,7 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
 
     def _call(self, tool: str, arguments: dict[str, Any]) -> str:
         result = self._client.step(CallToolAction(tool_name=tool, arguments=arguments))
-        # Rounded at every step, as the engine books an episode's total.
-        self._total_reward = round(self._total_reward + (result.reward or 0.0), 6)
+        self._total_reward = booked(self._total_reward, result.reward or 0.0)
         return result.observation.text
 
 

@@ -246,7 +246,7 @@ def test_remote_trl_refuses_a_server_whose_rewards_it_would_sum_otherwise(start_
 
 def test_remote_trl_rewards_add_up_as_in_process(spider_server, spider_settings):
     """The engine rounds an episode's total at every step; summed unrounded, the remote total
-    drifted from it (-0.009999999999999998 for -0.01 after four steps)."""
+    drifted from it (-0.049999999999999996 for -0.05 after these calls)."""
     calls = [
         ("describe", {"table": "singer"}),
         ("sample", {"table": "singer"}),
@@ -256,15 +256,19 @@ def test_remote_trl_rewards_add_up_as_in_process(spider_server, spider_settings)
         ("query", {"sql": "SELECT 6"}),
         ("describe", {"table": "concert"}),
     ]
-    local = SQLEnvTRL(open_sessions(spider_settings))
-    with RemoteSQLEnvTRL(spider_server) as remote:
-        for environment in (local, remote):
-            environment.reset(question_id=f"{SPIDER_SPLIT}:1")
-        for tool, arguments in calls:
+    manager = open_sessions(spider_settings)
+    local = SQLEnvTRL(manager)
+    try:
+        with RemoteSQLEnvTRL(spider_server) as remote:
             for environment in (local, remote):
-                getattr(environment, tool)(**arguments)
-        # Asked at the end, as TRL asks: in process, that ends the episode unanswered.
-        assert remote.get_reward() == local.get_reward() == -0.05
+                environment.reset(question_id=f"{SPIDER_SPLIT}:1")
+            for tool, arguments in calls:
+                for environment in (local, remote):
+                    getattr(environment, tool)(**arguments)
+            # Asked at the end, as TRL asks: in process, that ends the episode unanswered.
+            assert remote.get_reward() == local.get_reward() == -0.05
+    finally:
+        manager.shutdown()
 
 
 async def wait_until_no_episodes(url: str) -> None:
