@@ -53,6 +53,11 @@ class SQLEnvTRL:
             )
         self._episode: Episode | None = None
         self._ending: weakref.finalize | None = None
+        # Held around every use of `_episode`: two resets racing on one instance would each
+        # open an episode in place of the same old one, leaving one of the two open, and a call
+        # could run on an episode a reset is closing. One instance is one rollout, so holding
+        # it through a call's SQL serialises nothing else.
+        self._lock = threading.Lock()
 
     @property
     def episode(self) -> Episode | None:
@@ -75,20 +80,21 @@ class SQLEnvTRL:
         error and leave the running episode as it is.
         """
         close_dropped()
-        episode = self._manager.create(
-            seed=seed,
-            question_id=question_id,
-            db_id=db_id,
-            split=split,
-            replacing=running(self._episode),
-        )
-        if self._episode is not None:
-            self._ending.detach()
-        self._episode = episode
-        # An instance dropped with its episode running ends it when garbage-collected.
-        ending = functools.partial(self._manager.close, episode.episode_id)
-        self._ending = weakref.finalize(self, dropped().put, ending)
-        return self._episode.start.text
+        with self._lock:
+            episode = self._manager.create(
+                seed=seed,
+                question_id=question_id,
+                db_id=db_id,
+                split=split,
+                replacing=running(self._episode),
+            )
+            if self._episode is not None:
+                self._ending.detach()
+            self._episode = episode
+            # An instance dropped with its episode running ends it when garbage-collected.
+            ending = functools.partial(self._manager.close, episode.episode_id)
+            self._ending = weakref.finalize(self, dropped().put, ending)
+        return episode.start.text
 
     def describe(self, table: str) -> str:
         return self._call("describe", {"table": table})
@@ -108,22 +114,25 @@ class SQLEnvTRL:
         TRL asks once the rollout is over: an episode left unanswered is ended here with the
         wrong-answer reward (and, in the `potential` profile, the exploration refund).
         """
-        if self._episode is None:
-            return 0.0
-        self._episode.abandon()
-        return self._episode.total_reward
+        with self._lock:
+            if self._episode is None:
+                return 0.0
+            self._episode.abandon()
+            return self._episode.total_reward
 
     def _call(self, tool: str, arguments: dict[str, Any]) -> str:
-        if self._episode is None:
-            error = UnknownEpisodeError("no episode is running; the trainer calls reset first")
-            return refusal(tool, error).text
-        return self._manager.step(self._episode.episode_id, tool, arguments).text
+        with self._lock:
+            if self._episode is None:
+                error = UnknownEpisodeError("no episode is running; the trainer calls reset first")
+                return refusal(tool, error).text
+            return self._manager.step(self._episode.episode_id, tool, arguments).text
 
     def _end_episode(self) -> None:
-        if self._episode is not None:
-            self._ending.detach()
-            self._manager.close(self._episode.episode_id)
-            self._episode = None
+        with self._lock:
+            if self._episode is not None:
+                self._ending.detach()
+                self._manager.close(self._episode.episode_id)
+                self._episode = None
 
 
 @functools.cache

@@ -1,9 +1,11 @@
-"""SQLEnvTRL's episodes: a reset naming no question leaves the running one, and an instance
-that is dropped and garbage-collected ends its own, by the time another instance resets."""
+"""SQLEnvTRL's episodes: a reset naming no question leaves the running one, resets racing on one
+instance leave it one episode open, and an instance that is dropped and garbage-collected ends
+its own, by the time another instance resets."""
 
 from __future__ import annotations
 
 import gc
+import threading
 import time
 import weakref
 
@@ -41,6 +43,29 @@ def test_a_reset_naming_no_question_raises_and_the_episode_goes_on(spider_manage
     assert environment.query("SELECT count(*) FROM singer").startswith("count(*)\n6")
     assert environment.episode.question.id == f"{SPIDER_DEV}:0"
     assert environment.episode.steps_used == 2
+
+
+def test_resets_racing_on_one_instance_leave_one_episode_open(spider_manager):
+    environment = SQLEnvTRL(spider_manager)
+    start = threading.Barrier(8)
+    failures = []
+
+    def reset_in_turn() -> None:
+        start.wait()
+        try:
+            for _ in range(50):
+                environment.reset()
+        except Exception as error:  # reported below, not lost in the thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=reset_in_turn) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    assert spider_manager.stats().active == 1, "8 threads x 50 resets"
+    assert spider_manager.get(environment.episode.episode_id) is environment.episode
 
 
 def test_dropped_instances_end_their_episodes(small_manager):
