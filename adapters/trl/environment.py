@@ -53,10 +53,10 @@ class SQLEnvTRL:
             )
         self._episode: Episode | None = None
         self._ending: weakref.finalize | None = None
-        # Held around every use of `_episode`: two resets racing on one instance would each
-        # open an episode in place of the same old one, leaving one of the two open, and a call
-        # could run on an episode a reset is closing. One instance is one rollout, so holding
-        # it through a call's SQL serialises nothing else.
+        # Held while `_episode` is replaced or ended: two resets racing on one instance would
+        # each open an episode in place of the same old one, leaving one of the two open. A
+        # call is not made under it: the engine refuses a call made while another runs, and a
+        # call on an episode a reset has just closed is refused as unknown, spending nothing.
         self._lock = threading.Lock()
 
     @property
@@ -121,11 +121,11 @@ class SQLEnvTRL:
             return self._episode.total_reward
 
     def _call(self, tool: str, arguments: dict[str, Any]) -> str:
-        with self._lock:
-            if self._episode is None:
-                error = UnknownEpisodeError("no episode is running; the trainer calls reset first")
-                return refusal(tool, error).text
-            return self._manager.step(self._episode.episode_id, tool, arguments).text
+        episode = self._episode
+        if episode is None:
+            error = UnknownEpisodeError("no episode is running; the trainer calls reset first")
+            return refusal(tool, error).text
+        return self._manager.step(episode.episode_id, tool, arguments).text
 
     def _end_episode(self) -> None:
         with self._lock:
