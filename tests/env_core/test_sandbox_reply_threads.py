@@ -361,7 +361,10 @@ def test_a_job_that_waited_in_line_is_stopped_at_its_deadline_and_the_next_is_se
     assert timed_out[0] == "QueryTimeoutError"
     assert rows == ("rows", ((6,),))
     limit = STUCK_LIMITS.timeout_s + (GRACE_S if killed else 0)
-    assert limit <= ended - served < limit + 0.3
+    # Its time counts from when it left the line: the worker gets it before this task sees the
+    # first call's rows (a few ms under load); counted from when it was asked for, it would end
+    # ~0.13 s early, the time SLOW still had to run.
+    assert limit - 0.05 <= ended - served < limit + 0.3
     assert answered - ended < 2.0  # a replacement starts in ~0.3 s
     assert pool.killed == killed
     assert (worker_pids(pool) != pids) == bool(killed)
