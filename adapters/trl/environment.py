@@ -96,18 +96,6 @@ class SQLEnvTRL:
             self._ending = weakref.finalize(self, dropped().put, ending)
         return episode.start.text
 
-    def describe(self, table: str) -> str:
-        return self._call("describe", {"table": table})
-
-    def sample(self, table: str, n: int = 5) -> str:
-        return self._call("sample", {"table": table, "n": n})
-
-    def query(self, sql: str) -> str:
-        return self._call("query", {"sql": sql})
-
-    def answer(self, value: str) -> str:
-        return self._call("answer", {"value": value})
-
     def get_reward(self) -> float:
         """The episode's total reward, as the engine computed it (0 before any reset).
 
@@ -170,13 +158,47 @@ def _close(close: Callable[[], object]) -> None:
         log.debug("closing a dropped instance's episode or connection failed", exc_info=True)
 
 
-def _document(environment: type[SQLEnvTRL]) -> type[SQLEnvTRL]:
+PYTHON_TYPES = {"string": str, "integer": int}
+
+
+def _tool(spec: ToolSpec) -> Callable[..., str]:
+    """The method for one tool. Its signature and docstring declare the tool's parameters,
+    which TRL renders as the tool's schema; a call takes whatever arguments the model wrote,
+    so that the engine answers wrong or missing ones as every door does, with its error and
+    the step spent (as a Python TypeError, TRL would show its own text and charge nothing).
+    Positional arguments fill the parameters in order, for callers in Python."""
+    properties = spec.parameters["properties"]
+    required = spec.parameters["required"]
+    declared = [
+        inspect.Parameter(
+            name,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            default=inspect.Parameter.empty if name in required else schema["default"],
+            annotation=PYTHON_TYPES[schema["type"]],
+        )
+        for name, schema in properties.items()
+    ]
+
+    def tool(self: SQLEnvTRL, *values: Any, **arguments: Any) -> str:
+        if len(values) > len(properties):
+            raise TypeError(f"{spec.name} takes at most {len(properties)} positional arguments")
+        return self._call(spec.name, {**dict(zip(properties, values, strict=False)), **arguments})
+
+    tool.__name__ = tool.__qualname__ = spec.name
+    tool.__doc__ = _docstring(spec)
+    receiver = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    tool.__signature__ = inspect.Signature([receiver, *declared], return_annotation=str)
+    tool.__annotations__ = {p.name: p.annotation for p in declared} | {"return": str}
+    return tool
+
+
+def _with_tools(environment: type[SQLEnvTRL]) -> type[SQLEnvTRL]:
     for spec in environment.tools:
-        getattr(environment, spec.name).__doc__ = _docstring(spec)
+        setattr(environment, spec.name, _tool(spec))
     return environment
 
 
-_document(SQLEnvTRL)
+_with_tools(SQLEnvTRL)
 
 
 @functools.cache
@@ -185,16 +207,7 @@ def _environment_class(max_rows: int, max_sample_rows: int) -> type[SQLEnvTRL]:
     tools = tool_specs(max_rows, max_sample_rows)
     if tools == SQLEnvTRL.tools:
         return SQLEnvTRL
-    methods = {spec.name: _copy(getattr(SQLEnvTRL, spec.name)) for spec in tools}
-    return _document(type("SQLEnvTRL", (SQLEnvTRL,), {"tools": tools, **methods}))
-
-
-def _copy(method: Callable[..., str]) -> Callable[..., str]:
-    @functools.wraps(method)
-    def tool(self: SQLEnvTRL, *args: Any, **kwargs: Any) -> str:
-        return method(self, *args, **kwargs)
-
-    return tool
+    return _with_tools(type("SQLEnvTRL", (SQLEnvTRL,), {"tools": tools}))
 
 
 def tool_methods(environment: SQLEnvTRL) -> list[Callable[..., str]]:

@@ -62,6 +62,8 @@ def malformed(question, _budget):
     return (
         ("sample", {"table": "no_such_table", "n": 0}),
         ("sample", {"table": "no_such_table", "n": 50}),
+        ("describe", {"name": "no_such_table"}),
+        ("query", {}),
         ("describe", {"table": ""}),
         ("query", {"sql": ""}),
         ("query", {"sql": "SELECT 1" + " " * 9000}),

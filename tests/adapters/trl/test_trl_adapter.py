@@ -108,13 +108,22 @@ def test_calls_after_the_answer_are_error_text_and_reset_starts_afresh(spider_ma
     assert spider_manager.stats().active == 1  # the first episode was closed
 
 
-def test_unknown_argument_names_become_errors_trl_feeds_back(spider_manager):
+def test_wrong_or_missing_arguments_get_the_engines_error_and_spend_the_step(spider_manager):
+    """TRL calls `tool(**arguments)` with what the model wrote; a TypeError would reach the
+    model as TRL's own text and cost nothing, where every other door charges a step."""
     environment = SQLEnvTRL(spider_manager)
     environment.reset(question_id="dev_without_wta_1:0")
-    with pytest.raises(TypeError):
-        environment.describe(name="singer")  # TRL catches it and shows {'error': ...}
+    assert environment.describe(name="singer").startswith(
+        "Error: describe does not take 'name'; it takes: table"
+    )
+    assert environment.query().startswith("Error: query needs sql")
     assert environment.sample("singer", n=50).startswith("Error: sample: n must be")
+    assert environment.sample(table="singer", n=2, extra=1).startswith("Error: sample does not")
+    assert environment.episode.steps_used == 4
     assert TOOLS_BY_NAME["sample"].parameters["properties"]["n"]["maximum"] == 20
+    assert environment.sample("singer", 2).startswith("Singer_ID")
+    with pytest.raises(TypeError, match="at most 2 positional"):
+        environment.sample("singer", 2, 3)
 
 
 def test_the_tools_are_described_under_the_managers_row_limits(spider_manager):
