@@ -179,14 +179,14 @@ def _tool(spec: ToolSpec) -> Callable[..., str]:
         for name, schema in properties.items()
     ]
 
-    def tool(self: SQLEnvTRL, *values: Any, **arguments: Any) -> str:
+    def tool(self: SQLEnvTRL, /, *values: Any, **arguments: Any) -> str:
         if len(values) > len(properties):
             raise TypeError(f"{spec.name} takes at most {len(properties)} positional arguments")
         return self._call(spec.name, {**dict(zip(properties, values, strict=False)), **arguments})
 
     tool.__name__ = tool.__qualname__ = spec.name
     tool.__doc__ = _docstring(spec)
-    receiver = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    receiver = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
     tool.__signature__ = inspect.Signature([receiver, *declared], return_annotation=str)
     tool.__annotations__ = {p.name: p.annotation for p in declared} | {"return": str}
     return tool

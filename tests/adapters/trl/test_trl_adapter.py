@@ -119,7 +119,8 @@ def test_wrong_or_missing_arguments_get_the_engines_error_and_spend_the_step(spi
     assert environment.query().startswith("Error: query needs sql")
     assert environment.sample("singer", n=50).startswith("Error: sample: n must be")
     assert environment.sample(table="singer", n=2, extra=1).startswith("Error: sample does not")
-    assert environment.episode.steps_used == 4
+    assert environment.query(**{"self": 1, "sql": "SELECT 1"}).startswith("Error: query does not")
+    assert environment.episode.steps_used == 5
     assert TOOLS_BY_NAME["sample"].parameters["properties"]["n"]["maximum"] == 20
     assert environment.sample("singer", 2).startswith("Singer_ID")
     with pytest.raises(TypeError, match="at most 2 positional"):
