@@ -763,6 +763,11 @@ class ReadOnlyExecutor:
         message = str(error)
         if self._late:
             message = "interrupted"
+        if message == "out of memory":
+            # SQLite's heap limit (set in sandbox workers) reported as a message rather than
+            # as MemoryError (seen for a sort over a five-table cross join): the worker
+            # answers both alike, with the memory budget, and retires.
+            return MemoryError()
         if "one statement at a time" in message:
             return QueryRejectedError(
                 "only one SQL statement per call is allowed; send them one at a time"
