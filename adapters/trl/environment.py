@@ -115,13 +115,6 @@ class SQLEnvTRL:
             return refusal(tool, error).text
         return self._manager.step(episode.episode_id, tool, arguments).text
 
-    def _end_episode(self) -> None:
-        with self._lock:
-            if self._episode is not None:
-                self._ending.detach()
-                self._manager.close(self._episode.episode_id)
-                self._episode = None
-
 
 @functools.cache
 def dropped() -> queue.SimpleQueue[Callable[[], object]]:
