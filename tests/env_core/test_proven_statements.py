@@ -25,7 +25,6 @@ from process_memory import MIB, PAGE
 from env_core import programs
 from env_core.errors import QueryRejectedError, ToolError
 from env_core.executor import KEPT, PROVEN, ReadOnlyExecutor
-from env_core.programs import MAX_FILE_BYTES
 from env_core.sandbox import Sandbox
 
 CONCERT = "concert_singer"
@@ -135,7 +134,7 @@ def file_of(path: Path, *statements: str) -> Path:
     [
         ["CREATE TABLE t(x)", "CREATE VIEW v AS SELECT x FROM t"],
         ["CREATE TABLE t(x)", "CREATE TABLE g(x, y AS (x * 2))"],
-        ["CREATE TABLE t(x)", f"INSERT INTO t VALUES (zeroblob({MAX_FILE_BYTES}))"],
+        ["CREATE TABLE t(x)", f"INSERT INTO t VALUES (zeroblob({programs.MAX_FILE_BYTES}))"],
     ],
     ids=["a view", "a generated column", "over the size"],
 )
