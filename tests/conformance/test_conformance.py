@@ -5,16 +5,19 @@ WebSocket, and `SQLEnvTRL`. For every call the suite compares the text an agent 
 episode id masked, as ids differ by door), the step reward, the done flag and the structured
 result (without the measured `elapsed_ms`; episode ids masked in it too), calls the episode
 does not take (after its end) included. SQLEnvTRL returns text only, so its structured
-result is not compared.
+result is not compared. The table of the run that `docs/performance.md` shows must be this
+run's: a change to the scripts or the doors is recorded again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+import pytest
 from conformance_scripts import Script, all_scripts
 
 from adapters.trl import SQLEnvTRL
@@ -22,6 +25,13 @@ from env_core.factory import open_sessions
 from evals.doors import Door, open_door
 
 DOORS = ("inprocess", "mcp-stdio", "mcp-http", "openenv", "trl")
+ROOT = Path(__file__).resolve().parents[2]
+# The docs show the table of a recorded run: one that leaves out the test of the docs.
+RECORDED = ROOT / "docs" / "measurements" / "conformance.txt"
+RECORD = (
+    ".venv/bin/python scripts/docs/record.py conformance -- "
+    ".venv/bin/python -m pytest -q -s -p no:cacheprovider tests/conformance -k 'not docs'"
+)
 
 
 @dataclass(frozen=True)
@@ -102,7 +112,17 @@ def differences(reference: list[list[Outcome]], other: list[list[Outcome]], scri
     return found
 
 
-def test_five_doors_agree_on_300_scripted_episodes(dev_door_spec, capfd):
+@dataclass(frozen=True)
+class Agreement:
+    reference: list[list[Outcome]] = field(repr=False)
+    problems: dict[str, list[str]] = field(repr=False)
+    table: str
+
+
+@pytest.fixture(scope="module")
+def agreement(dev_door_spec) -> Agreement:
+    """The 300 scripts replayed through the five doors, each compared with the engine in
+    process, and the table of it that the docs show."""
     with opened(dev_door_spec, "inprocess") as door:
         settings = dev_door_spec.settings
         scripts = all_scripts(door, settings.split, settings.max_steps)
@@ -123,8 +143,22 @@ def test_five_doors_agree_on_300_scripted_episodes(dev_door_spec, capfd):
         what = "text, reward, done" + (", structured" if compare_data else "")
         identical = calls + len(scripts) - len(problems[kind])
         table.append(f"{kind:<11}{len(scripts):>9}{calls:>7}{identical:>11}  {what}")
+    return Agreement(reference, problems, "\n".join(table))
+
+
+def test_five_doors_agree_on_300_scripted_episodes(agreement, capfd):
     with capfd.disabled():
-        print("\n" + "\n".join(table))
-    assert {kind: found[:3] for kind, found in problems.items() if found} == {}
+        print("\n" + agreement.table)
+    found = {kind: found[:3] for kind, found in agreement.problems.items() if found}
+    assert found == {}
+    reference = agreement.reference
     ended = [o for episode in reference for o in episode if o.text.startswith("Error: episode")]
     assert ended, "the scripts include calls after the end"
+
+
+def test_the_docs_show_this_runs_table(agreement):
+    recorded = RECORDED.read_text()
+    assert agreement.table in recorded, (
+        f"{RECORDED.relative_to(ROOT)} shows another table than this run's:\n{agreement.table}\n"
+        f"record it again from the project root: {RECORD}"
+    )
