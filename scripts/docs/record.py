@@ -1,7 +1,8 @@
 """Record a measurement for the docs: run a command, show its output as it comes, and write
 its standard output to `docs/measurements/NAME.txt` under a line saying when, on what machine
 and at which commit it ran. The pages include these files verbatim: timings cannot be
-regenerated in CI.
+regenerated in CI. Records whose output holds no timing are run again by the tests
+(`tests/docs/test_recorded_outputs.py`, and the conformance suite for its table).
 
     python scripts/docs/record.py bench_engine -- \\
         .venv/bin/python benchmarks/bench_engine.py --data-dir ../shared/data/spider
