@@ -12,16 +12,24 @@ must allow as many sessions as rollouts run at once, from one client address
 The tools, their descriptions and their texts are `SQLEnvTRL`'s, for a server with the default
 row limits; the server's rewards must be the shaped or the sparse profile (`REMOTE_PROFILES`).
 An instance dropped without being closed closes its connection when garbage-collected.
+
+An episode lives in its server session: when the connection drops (the server restarts, a
+replica is killed, a call outlasts the client's message timeout), the client's next call opens
+a new session and the episode is gone. The rollout is then told so (`LOST`) on every call
+until the next reset, rather than the new session's "call reset first", and the trainer's log
+says which episode was lost; its reward is what the steps before booked.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import weakref
 from typing import Any
 
 import httpx
 from openenv.core.env_server.mcp_types import CallToolAction
+from websockets.exceptions import ConnectionClosed
 
 from adapters.openenv.client import SQLEnvClient
 from adapters.trl.environment import SQLEnvTRL, close_dropped, dropped
@@ -31,6 +39,12 @@ from env_core.rewards import booked
 # (no refund, a wrong answer worth 0), as in process: the server cannot be asked to end an
 # episode and book what the others add at its end.
 REMOTE_PROFILES = ("shaped", "sparse")
+LOST = (
+    "Error: the connection to the environment server was lost, and this episode with it; "
+    "the episode is over"
+)
+
+log = logging.getLogger(__name__)
 
 
 class RemoteSQLEnvTRL(SQLEnvTRL):
@@ -41,6 +55,8 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
         self._base_url = base_url
         self._client = SQLEnvClient(base_url=base_url).sync()
         self._total_reward = 0.0
+        self._episode_id: str | None = None
+        self._lost = False
         # An instance dropped unclosed closes its connection, and so its server session, when
         # garbage-collected.
         self._closing = weakref.finalize(self, dropped().put, self._client.close)
@@ -63,6 +79,8 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
                 f"the server could not start an episode: {started.observation.error}"
             )
         self._total_reward = 0.0
+        self._episode_id = started.observation.episode_id
+        self._lost = False
         return started.observation.text
 
     def get_reward(self) -> float:
@@ -79,9 +97,29 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
         self._client.close()
 
     def _call(self, tool: str, arguments: dict[str, Any]) -> str:
-        result = self._client.step(CallToolAction(tool_name=tool, arguments=arguments))
+        if self._lost:
+            return LOST
+        try:
+            result = self._client.step(CallToolAction(tool_name=tool, arguments=arguments))
+        except (ConnectionClosed, OSError) as error:  # OSError: refused, reset, timed out
+            return self._lose(f"{type(error).__name__}: {error}")
+        if self._episode_id is not None and result.observation.episode_id != self._episode_id:
+            # The client has reconnected: the new session holds no episode.
+            return self._lose(f"a new session answered {result.observation.text!r}")
         self._total_reward = booked(self._total_reward, result.reward or 0.0)
         return result.observation.text
+
+    def _lose(self, why: str) -> str:
+        self._lost = True
+        log.warning(
+            "episode %s on %s was lost with its connection (%s); its rollout keeps the reward "
+            "booked before, %s",
+            self._episode_id,
+            self._base_url,
+            why,
+            self._total_reward,
+        )
+        return LOST
 
 
 @functools.cache

@@ -26,10 +26,11 @@ def spider_server(spider_settings) -> Iterator[str]:
 
 @pytest.fixture
 def start_server(spider_settings):
-    """Start a Spider server with other settings: `with start_server(max_episodes=2) as url:`."""
+    """Start a Spider server with other settings: `with start_server(max_episodes=2) as url:`;
+    `port=` starts it at the address of one stopped."""
 
-    def start(**changes: Any):
-        return running_server(replace(spider_settings, **changes))
+    def start(port: int = 0, **changes: Any):
+        return running_server(replace(spider_settings, **changes), port=port)
 
     return start
 

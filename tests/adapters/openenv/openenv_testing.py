@@ -28,13 +28,15 @@ SPIDER_SPLIT = "dev_without_wta_1"
 
 
 @contextmanager
-def running_server(settings: Settings, *, web: bool = False) -> Iterator[str]:
-    """Serve `build_app(settings)` with uvicorn; yields the base URL."""
+def running_server(settings: Settings, *, web: bool = False, port: int = 0) -> Iterator[str]:
+    """Serve `build_app(settings)` with uvicorn, on `port` if given (a server started again at
+    the address of one stopped); yields the base URL."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ENABLE_WEB_INTERFACE", "true" if web else "false")
         app = build_app(settings)
     listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
     port = listener.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)

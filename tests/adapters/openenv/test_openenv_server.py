@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gc
+import logging
 import threading
 import time
+from urllib.parse import urlsplit
 
 import anyio
 import httpx
@@ -17,7 +19,7 @@ from openenv_testing import SPIDER_SPLIT, play_oracle, served_record, step_recor
 
 from adapters.openenv.client import SQLAction, SQLEnvClient
 from adapters.trl.environment import SQLEnvTRL
-from adapters.trl.remote import RemoteSQLEnvTRL
+from adapters.trl.remote import LOST, RemoteSQLEnvTRL
 from env_core.answers import gold_as_json
 from env_core.factory import open_sessions
 from env_core.oracle import play_oracle as play_in_process
@@ -277,6 +279,46 @@ async def wait_until_no_episodes(url: str) -> None:
         while (await http.get("/stats")).json()["active"] != 0:
             assert time.monotonic() < deadline, "episodes were not closed"
             await anyio.sleep(0.1)
+
+
+def test_a_remote_episode_lost_with_its_server_says_so_and_keeps_its_reward(start_server, caplog):
+    """The server goes away mid-episode: the call fails to connect. The rollout reads that its
+    episode is over, and nothing reaches the server started again at the same address (where
+    the episode cannot be), until the next reset plays there."""
+    with start_server() as url:
+        remote = RemoteSQLEnvTRL(url)
+        remote.reset(question_id=f"{SPIDER_SPLIT}:1")
+        remote.describe(table="singer")
+        reward = remote.get_reward()
+    with caplog.at_level(logging.WARNING, logger="adapters.trl.remote"):
+        assert remote.describe(table="singer") == LOST
+    assert f"on {url} was lost with its connection (ConnectionError" in caplog.text
+    with start_server(port=urlsplit(url).port) as again:
+        assert again == url
+        assert remote.query(sql="SELECT 1") == LOST
+        assert httpx.get(f"{url}/stats").json()["created"] == 0
+        assert remote.get_reward() == reward == 0.01
+        assert remote.reset(question_id=f"{SPIDER_SPLIT}:1").startswith("Question: ")
+        assert remote.describe(table="singer").startswith("table singer: 6 rows")
+        remote.__exit__()
+
+
+def test_a_remote_episode_whose_client_reconnected_to_a_new_session_says_it_was_lost(
+    start_server, caplog
+):
+    """The server restarts between two calls: the client reconnects to a new session without
+    an error, and that session has no episode. The rollout reads that its episode is over,
+    not the new session's "call reset first", which no tool can do."""
+    with start_server() as url:
+        remote = RemoteSQLEnvTRL(url)
+        remote.reset(question_id=f"{SPIDER_SPLIT}:1")
+        remote.describe(table="singer")
+    with start_server(port=urlsplit(url).port), caplog.at_level(logging.WARNING):
+        assert remote.describe(table="singer") == LOST
+        assert "a new session answered 'Error: no episode is running" in caplog.text
+        assert remote.sample(table="singer") == LOST
+        assert remote.get_reward() == 0.01
+        remote.__exit__()
 
 
 async def test_idle_session_is_reaped(start_server):
