@@ -1,7 +1,9 @@
 """The OpenEnv door: the typed `SQLEnvClient` over the OpenEnv server's WebSocket.
 
 One client is one server session holding one episode; `reset` on the next question ends the
-previous episode, so `end` has nothing to do.
+previous episode, so `end` has nothing to do. When the connection drops, the client's next call
+opens a new session, which has no episode: that call raises `ConnectionError` rather than
+recording the session's refusal as the episode's end, which would score the agent for it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class OpenEnvDoor:
             command = [sys.executable, "-m", "adapters.openenv.server", "--port", str(port)]
             self._server = LocalServer(command + spec.server_arguments(), port, "/health")
             url = self._server.url
+        self._url = url
         try:
             self._client = SQLEnvClient(base_url=url).sync()
         except BaseException:
@@ -59,6 +62,11 @@ class OpenEnvDoor:
     def step(self, episode_id: str, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
         result = self._client.step(CallToolAction(tool_name=tool, arguments=dict(arguments)))
         observation = result.observation
+        if observation.episode_id != episode_id:
+            raise ConnectionError(
+                f"the connection to the OpenEnv server at {self._url} was lost, and episode "
+                f"{episode_id} with it (a new session answered: {observation.text})"
+            )
         return ToolResult(
             tool,
             observation.ok,
