@@ -20,6 +20,7 @@ from anyio.from_thread import start_blocking_portal
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import McpError
 from mcp.types import CallToolResult
 from pydantic import AnyUrl
 
@@ -32,6 +33,8 @@ from evals.local_server import LocalServer, check_reachable, free_port
 # JSON-schema validation on every call (see the README's MCP benchmark).
 SERVER_FLAGS = ["--no-output-schemas"]
 DATABASES = AnyUrl("sqlenv://databases")
+# The SDK client's error for a call its server answered 404: the session is gone.
+SESSION_TERMINATED = "Session terminated"
 log = logging.getLogger(__name__)
 
 
@@ -63,9 +66,17 @@ class MCPConnection:
             return self._portal.call(self._session.call_tool, tool, dict(arguments))
         except (ClosedResourceError, BrokenResourceError):
             # The SDK client closes its streams, with no message, when the transport fails.
-            raise ConnectionError(
-                f"the connection to the MCP server {self.where} was lost, and its episodes with it"
-            ) from None
+            raise self._lost() from None
+        except McpError as error:
+            # A server that no longer knows the session (it restarted) answers 404.
+            if error.error.message == SESSION_TERMINATED:
+                raise self._lost() from None
+            raise
+
+    def _lost(self) -> ConnectionError:
+        return ConnectionError(
+            f"the connection to the MCP server {self.where} was lost, and its episodes with it"
+        )
 
     def read(self, resource: AnyUrl) -> str:
         listing = self._portal.call(self._session.read_resource, resource)
