@@ -185,15 +185,15 @@ def wait_until(condition: Callable[[], bool], timeout_s: float) -> bool:
 
 # What a client whose replica died meets at its next call.
 LOST_EPISODE = {
-    # The MCP SDK client's error for the HTTP 404 a live replica gives an unknown session, or
-    # the door's when the balancer's 502 for the dead replica ended the connection.
-    "mcp-http": ("McpError: Session terminated", "ConnectionError: the connection to the MCP"),
+    # The door's error, for the HTTP 404 a live replica gives an unknown session or for the
+    # connection the balancer's 502 for the dead replica ended.
+    "mcp-http": ("ConnectionError: the connection to the MCP",),
     # The OpenEnv client sees its WebSocket drop; or, if it has already reconnected (to a live
-    # replica: a new session), that no episode is running; or, reconnecting before the
-    # balancer has marked the dead replica down, the balancer's 502.
+    # replica: a new session, which has no episode), the door says the episode was lost; or,
+    # reconnecting before the balancer has marked the dead replica down, the balancer's 502.
     "openenv": (
         "ConnectionClosedError",
-        "no episode is running: call reset first",
+        "ConnectionError: the connection to the OpenEnv server",
         "server rejected WebSocket connection: HTTP 502",
     ),
 }
