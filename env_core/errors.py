@@ -37,6 +37,14 @@ class QueryRejectedError(ToolError):
             "query may use; simplify it, filter earlier or add a LIMIT"
         )
 
+    @classmethod
+    def worker_ended(cls, signal_name: str) -> "QueryRejectedError":
+        return cls(
+            f"the query was stopped: the process running it was ended by {signal_name} before "
+            "it answered, which none of the query's limits does (the system may be short of "
+            "memory); make it again"
+        )
+
 
 class QueryTimeoutError(ToolError):
     """SQL that ran past its deadline and was interrupted."""

@@ -26,6 +26,7 @@ import logging
 import marshal
 import os
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -56,6 +57,8 @@ START_RETRY_S = 1.0
 # span many databases, and reopening one costs more than the query. A connection whose cache
 # grows past the worker's retiring growth retires it like any other memory.
 OPEN_DATABASES = 64
+# How long a worker that closed its output mid-job is given to report how it ended.
+ENDING_S = 0.1
 # The names of a thread that reads a job's reply for a caller on an event loop, and of one
 # that starts a worker.
 REPLY_THREAD = "sandbox reply"
@@ -211,6 +214,20 @@ class Worker:
         reply = bytes(self._buffer[HEADER.size : HEADER.size + size])
         del self._buffer[: HEADER.size + size]
         return reply
+
+    def ending_signal(self) -> str | None:
+        """The name of the signal that ended the process, once it has closed its output; None
+        if it exited by itself (or has not ended within `ENDING_S`)."""
+        try:
+            code = self.process.wait(ENDING_S)
+        except subprocess.TimeoutExpired:
+            return None
+        if code >= 0:
+            return None
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            return f"signal {-code}"
 
     @property
     def alive(self) -> bool:
@@ -424,8 +441,13 @@ class Sandbox:
             self._replace(worker)
 
     def _lost(self, worker: Worker, error: BaseException) -> BaseException:
-        """The worker cannot be trusted any more: replace it; the error to raise."""
+        """The worker cannot be trusted any more: replace it; the error to raise. A worker
+        that stopped answering mid-job ran out of memory outside SQLite's heap limit (the
+        worker's own memory stops answer), unless a signal ended it."""
+        ended_by = worker.ending_signal() if isinstance(error, EOFError) else None
         self._retire(worker)
+        if ended_by is not None:
+            return QueryRejectedError.worker_ended(ended_by)
         if isinstance(error, EOFError | OSError):
             return QueryRejectedError.over_memory(self.memory_mb)
         return error

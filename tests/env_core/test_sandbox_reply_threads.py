@@ -259,6 +259,29 @@ def test_a_worker_ended_while_idle_is_replaced_rather_than_given_a_call(concert,
     assert (pool._processes, pool.killed) == (1, 0)
 
 
+@pytest.mark.parametrize("caller", ["event loop", "thread"])
+def test_a_worker_killed_under_its_job_says_so_rather_than_blame_the_query(
+    concert, started, caller
+):
+    """The system short of memory or an operator ends a worker with a signal; the query's own
+    memory stop is the worker's answer (`BLOW_UP`). The call says which signal, not that the
+    query went over its memory, and the worker is replaced."""
+    pool = started(1)
+    [victim] = worker_pids(pool)
+    killer = threading.Timer(0.1, os.kill, (victim, signal.SIGKILL))
+    killer.start()
+    job = query(concert, FOREVER)
+    with pytest.raises(QueryRejectedError) as stopped:
+        asyncio.run(pool.run_async(job)) if caller == "event loop" else pool.run(job)
+    killer.join()
+    assert str(stopped.value) == str(QueryRejectedError.worker_ended("SIGKILL"))
+    with pytest.raises(QueryRejectedError) as over_memory:
+        pool.run(query(concert, BLOW_UP))
+    assert str(over_memory.value) == str(QueryRejectedError.over_memory(pool.memory_mb))
+    assert pool.run(query(concert, COUNT))[1] == ((6,),)
+    assert victim not in worker_pids(pool)
+
+
 def test_a_worker_that_ends_just_before_its_job_is_sent_leaves_the_call_untaken(
     concert, ask, started, monkeypatch
 ):
@@ -469,7 +492,7 @@ def test_a_worker_killed_while_a_thread_reads_its_reply_fails_that_call_alone(
         return [await doomed, *await asyncio.gather(*after)]
 
     doomed, *after = asyncio.run(kill_it_under_a_job_in_line())
-    assert doomed[0] == "QueryRejectedError"
+    assert doomed == ("QueryRejectedError", str(QueryRejectedError.worker_ended("SIGKILL")))
     assert after == [("rows", ((6,),))] * 3
     wait_until(lambda: len(pool._idle) == 1 and not reply_threads(), 2)
     assert worker_pids(pool) != [victim]
