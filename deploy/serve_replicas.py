@@ -17,6 +17,7 @@ import argparse
 import json
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -28,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from env_core.asgi import listening_socket
 from env_core.command_line import run_main
 from env_core.settings import Settings, add_arguments
 from evals.local_server import LocalServer, free_port
@@ -52,13 +54,15 @@ class Replica:
 
 @dataclass(frozen=True)
 class Ports:
+    """The balancer's ports: OpenEnv, MCP and HAProxy's statistics; 0 is any free port."""
+
     openenv: int
     mcp: int
     stats: int
 
     @classmethod
     def free(cls) -> Ports:
-        return cls(free_port(), free_port(), free_port())
+        return cls(0, 0, 0)
 
 
 class Replicas:
@@ -76,15 +80,26 @@ class Replicas:
     ) -> None:
         self.count, self.settings, self.ports = count, settings, ports
         self.server_args = list(server_args)
-        self.openenv_url = f"http://127.0.0.1:{ports.openenv}"
-        self.mcp_url = f"http://127.0.0.1:{ports.mcp}"
-        self.stats_url = f"http://127.0.0.1:{ports.stats}"
         self.replicas: list[Replica] = []
         self.balancer: subprocess.Popen | None = None
+        self._listeners: list[socket.socket] = []
         self._workdir = tempfile.TemporaryDirectory(prefix="sqlenv-replicas-")
+
+    @property
+    def openenv_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.openenv}"
+
+    @property
+    def mcp_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.mcp}"
+
+    @property
+    def stats_url(self) -> str:
+        return f"http://127.0.0.1:{self.ports.stats}"
 
     def __enter__(self) -> Replicas:
         try:
+            self._listen()
             self._start_replicas()
             self._start_balancer()
         except BaseException:
@@ -100,10 +115,11 @@ class Replicas:
 
     def config(self) -> str:
         """deploy/haproxy.cfg with this set's addresses and server lines."""
+        openenv, mcp, stats = (f"fd@{listener.fileno()}" for listener in self._listeners)
         fields = {
-            "@OPENENV_BIND@": f"127.0.0.1:{self.ports.openenv}",
-            "@MCP_BIND@": f"127.0.0.1:{self.ports.mcp}",
-            "@STATS_BIND@": f"127.0.0.1:{self.ports.stats}",
+            "@OPENENV_BIND@": openenv,
+            "@MCP_BIND@": mcp,
+            "@STATS_BIND@": stats,
             "@OPENENV_SERVERS@": self._server_lines("openenv"),
             "@MCP_SERVERS@": self._server_lines("mcp"),
         }
@@ -127,7 +143,23 @@ class Replicas:
         for replica in self.replicas:
             replica.server.stop()
         self.replicas = []
+        self._close_listeners()
         self._workdir.cleanup()
+
+    def _listen(self) -> None:
+        """Bind the balancer's sockets before anything starts, for HAProxy to take over: a
+        port in use is named at once, and a free one is held from then on (a port only looked
+        up free could become a connection's own port while the replicas start)."""
+        for port in (self.ports.openenv, self.ports.mcp, self.ports.stats):
+            listener = listening_socket("127.0.0.1", port)
+            self._listeners.append(listener)
+            listener.listen(socket.SOMAXCONN)
+        self.ports = Ports(*(listener.getsockname()[1] for listener in self._listeners))
+
+    def _close_listeners(self) -> None:
+        for listener in self._listeners:
+            listener.close()
+        self._listeners = []
 
     def _start_replicas(self) -> None:
         flags = [*self.settings.arguments(), *self.server_args]
@@ -173,8 +205,13 @@ class Replicas:
         log = Path(self._workdir.name) / "haproxy.log"
         with log.open("w") as stderr:
             self.balancer = subprocess.Popen(
-                ["haproxy", "-db", "-f", str(config)], stdout=stderr, stderr=stderr
+                ["haproxy", "-db", "-f", str(config)],
+                stdout=stderr,
+                stderr=stderr,
+                pass_fds=[listener.fileno() for listener in self._listeners],
             )
+        # HAProxy holds the sockets now: with it gone, clients are refused, not left waiting.
+        self._close_listeners()
         deadline = time.monotonic() + 30
         for url in (f"{self.openenv_url}/health", f"{self.mcp_url}/healthz"):
             while not _answers(url):

@@ -245,3 +245,19 @@ def test_a_killed_replica_fails_only_its_own_clients_clearly(haproxy, dev_door_s
             spec = door_spec(replicas, dev_door_spec, kind)
             outcomes = play_in_threads(spec, range(CLIENTS), 2, OraclePolicy())
             assert all(record.correct for outcome in outcomes for record in outcome), outcomes
+
+
+def test_a_port_in_use_fails_at_once_before_any_server_starts(haproxy, dev_door_spec):
+    """The balancer's sockets are bound first, so a taken port is named before seconds go into
+    starting replicas, and a free port stays taken by the balancer from then on (a port merely
+    looked up free could meanwhile become a connection's own port)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        replicas = Replicas(1, dev_door_spec.settings, Ports(0, 0, port))
+        started = time.monotonic()
+        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}: address already"):
+            replicas.__enter__()
+        assert time.monotonic() - started < 1
+        assert replicas.replicas == [] and replicas.balancer is None
