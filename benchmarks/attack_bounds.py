@@ -36,7 +36,7 @@ from served_episodes import MCP_HEADERS, MCP_INITIALIZE, episode
 
 from env_core.executor import KEPT, ReadOnlyExecutor
 from env_core.sandbox import Sandbox
-from evals.local_server import LocalServer, free_port
+from evals.local_server import LocalServer
 
 NORMAL_SQL = "SELECT Name, Age FROM singer ORDER BY Age DESC"
 UNINTERRUPTIBLE_ROW = (
@@ -213,11 +213,10 @@ def main() -> None:
     parser.add_argument("--door", choices=sorted(SERVERS), default="mcp")
     parser.add_argument("--rounds", type=int, default=500)
     args = parser.parse_args()
-    port = free_port()
     module, health = SERVERS[args.door]
-    command = [sys.executable, "-m", *module, "--port", str(port), "--max-steps", "1000"]
+    command = [sys.executable, "-m", *module, "--max-steps", "1000"]
     command += ["--data-dir", str(args.data_dir), "--split", args.split]
-    server = LocalServer(command, port, health)
+    server = LocalServer(command, health)
     try:
         # The normal query first: the floods leave this client its full share of connections
         # in use until they idle out.

@@ -32,7 +32,7 @@ import httpx
 from env_core.asgi import listening_socket
 from env_core.command_line import run_main
 from env_core.settings import Settings, add_arguments
-from evals.local_server import LocalServer, free_port
+from evals.local_server import LocalServer
 
 TEMPLATE = Path(__file__).with_name("haproxy.cfg")
 
@@ -180,8 +180,7 @@ class Replicas:
 
         def start(name: str) -> Replica:
             command, health_path, counters_path = commands[name]
-            port = free_port()
-            server = LocalServer([*command, "--port", str(port)], port, health_path)
+            server = LocalServer(command, health_path)
             return Replica(name, server, counters_path)
 
         # Started side by side: each spends seconds importing and loading its catalog.

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import ipaddress
 import json
+import os
 import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -118,9 +119,19 @@ def sweeping_while_running(
     return watched
 
 
+# The descriptor of a socket the process that started this one has bound for its server, so
+# that no other socket can take the port in the seconds before the server listens
+# (`evals.local_server.LocalServer` sets it).
+INHERITED_LISTENER_VARIABLE = "SQLENV_LISTENER_FD"
+
+
 def listening_socket(host: str, port: int) -> socket.socket:
     """A socket bound to host:port, made before the server says it is serving; an `OSError`
-    that says which address when it cannot be (in use, not allowed, no such address)."""
+    that says which address when it cannot be (in use, not allowed, no such address). The
+    socket named by $SQLENV_LISTENER_FD is taken instead when it is bound to host:port."""
+    inherited = _inherited_listener(host, port)
+    if inherited is not None:
+        return inherited
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # Named TCP, so that asyncio turns Nagle's algorithm off on each connection it accepts: a
     # response written in two parts (headers, body) would otherwise wait ~40 ms for an ACK.
@@ -132,4 +143,20 @@ def listening_socket(host: str, port: int) -> socket.socket:
         listener.close()
         reason = (error.strerror or str(error)).lower()
         raise OSError(f"cannot listen on {host}:{port}: {reason}") from None
+    return listener
+
+
+def _inherited_listener(host: str, port: int) -> socket.socket | None:
+    """The inherited socket bound to host:port, if the variable names one; the variable is
+    used once, so the processes this one starts do not read it."""
+    descriptor = os.environ.pop(INHERITED_LISTENER_VARIABLE, "")
+    if not descriptor.isdigit():
+        return None
+    try:
+        listener = socket.socket(fileno=int(descriptor))
+    except OSError:  # not a socket (any more)
+        return None
+    if listener.type != socket.SOCK_STREAM or listener.getsockname()[:2] != (host, port):
+        listener.detach()  # another socket of this process: not ours to close
+        return None
     return listener

@@ -10,6 +10,7 @@ import time
 
 import httpx
 
+from env_core.asgi import INHERITED_LISTENER_VARIABLE
 from env_core.parent_watch import PARENT_VARIABLE
 
 REACH_TIMEOUT_S = 10.0
@@ -35,19 +36,32 @@ def free_port() -> int:
 
 
 class LocalServer:
-    """Runs `command` (which must serve GET {health_path} on `port`) until `stop`."""
+    """Runs `command` with `--port` on a free 127.0.0.1 port until `stop`; the command must
+    serve GET {health_path} there. This process binds the port and hands the socket over
+    (`env_core.asgi.listening_socket` takes it), so that nothing takes the port while the
+    server starts: a port only looked up free can meanwhile become a connection's own."""
 
     def __init__(
-        self, command: list[str], port: int, health_path: str, startup_s: float = 120.0
+        self, command: list[str], health_path: str, *, port: int = 0, startup_s: float = 120.0
     ) -> None:
-        self.url = f"http://127.0.0.1:{port}"
+        """`port`: a given one rather than a free one (to start a server again where it was)."""
         self._log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115  (closed in stop)
-        self.process = subprocess.Popen(
-            command,
-            stdout=subprocess.DEVNULL,
-            stderr=self._log,
-            env={**os.environ, PARENT_VARIABLE: str(os.getpid())},  # it stops when we do
-        )
+        with socket.socket() as listener:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", port))
+            self.port = listener.getsockname()[1]
+            self.url = f"http://127.0.0.1:{self.port}"
+            handed_over = {
+                INHERITED_LISTENER_VARIABLE: str(listener.fileno()),
+                PARENT_VARIABLE: str(os.getpid()),  # it stops when we do
+            }
+            self.process = subprocess.Popen(
+                [*command, "--port", str(self.port)],
+                stdout=subprocess.DEVNULL,
+                stderr=self._log,
+                env={**os.environ, **handed_over},
+                pass_fds=[listener.fileno()],
+            )
         deadline = time.monotonic() + startup_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

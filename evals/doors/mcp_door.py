@@ -27,7 +27,7 @@ from pydantic import AnyUrl
 from env_core.episode import EpisodeStart, ToolResult
 from env_core.errors import error_from
 from evals.doors.spec import DoorSpec, check_same_catalog, check_same_episodes
-from evals.local_server import LocalServer, check_reachable, free_port
+from evals.local_server import LocalServer, check_reachable
 
 # Results still carry structuredContent; without output schemas the SDK client skips a
 # JSON-schema validation on every call (see the README's MCP benchmark).
@@ -122,10 +122,9 @@ class MCPDoor:
         if url is not None:
             check_reachable(url, "MCP server", "/healthz")
         else:
-            port = free_port()
             command = [sys.executable, "-m", "sqlenv_mcp", "--transport", "http"]
-            command += ["--port", str(port), *SERVER_FLAGS, *self.spec.server_arguments()]
-            self._server = LocalServer(command, port, "/healthz")
+            command += [*SERVER_FLAGS, *self.spec.server_arguments()]
+            self._server = LocalServer(command, "/healthz")
             url = self._server.url
         return (lambda: streamable_http_client(f"{url}/mcp")), url
 

@@ -19,7 +19,7 @@ from adapters.openenv.client import SQLEnvClient
 from env_core.episode import EpisodeStart, ToolResult
 from env_core.errors import error_from
 from evals.doors.spec import DoorSpec, check_same_catalog, check_same_episodes
-from evals.local_server import LocalServer, check_reachable, free_port
+from evals.local_server import LocalServer, check_reachable
 
 
 class OpenEnvDoor:
@@ -34,9 +34,8 @@ class OpenEnvDoor:
             check_same_catalog(url, served, self.catalog, spec.settings.split)
             check_same_episodes(url, served, spec.settings)
         else:
-            port = free_port()
-            command = [sys.executable, "-m", "adapters.openenv.server", "--port", str(port)]
-            self._server = LocalServer(command + spec.server_arguments(), port, "/health")
+            command = [sys.executable, "-m", "adapters.openenv.server"]
+            self._server = LocalServer(command + spec.server_arguments(), "/health")
             url = self._server.url
         self._url = url
         try:

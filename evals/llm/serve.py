@@ -22,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from env_core.asgi import listening_socket
 from evals.llm.chat_loop import ModelTurn
 from evals.llm.hf_chat import HFChatBackend
 from evals.llm.settings import GenerationSettings
@@ -101,7 +102,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8001)
     args = parser.parse_args(argv)
     app = build_app(args.model, args.name)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    listener = listening_socket(args.host, args.port)
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
 
 
 if __name__ == "__main__":

@@ -120,15 +120,14 @@ def openenv_server() -> str:
     """The URL of `sqlenv-openenv` on the demo data, on a free 127.0.0.1 port; one server for
     the whole check, stopped when it ends."""
     sys.path.insert(0, str(REPO))
-    from evals.local_server import LocalServer, free_port
+    from evals.local_server import LocalServer
 
-    port = free_port()
-    command = [str(BIN / "sqlenv-openenv"), "--port", str(port)]
+    command = [str(BIN / "sqlenv-openenv")]
     previous = dict(os.environ)
     os.environ.clear()
     os.environ.update(environment())
     try:
-        server = LocalServer(command, port, "/health")
+        server = LocalServer(command, "/health")
     finally:
         os.environ.clear()
         os.environ.update(previous)

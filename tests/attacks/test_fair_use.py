@@ -8,9 +8,11 @@ Requests name another client with `X-Forwarded-For`, which uvicorn trusts from 1
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -24,7 +26,7 @@ from process_memory import PeakRSS
 from served_episodes import MCP_HEADERS, MCP_INITIALIZE, mcp_reply
 
 from env_core.settings import Settings
-from evals.local_server import LocalServer, free_port
+from evals.local_server import LocalServer
 
 pytestmark = pytest.mark.anyio
 CAP = 3
@@ -38,8 +40,7 @@ def anyio_backend() -> str:
 
 
 def serve(module: list[str], health: str, *args: str) -> LocalServer:
-    port = free_port()
-    return LocalServer([sys.executable, "-m", *module, "--port", str(port), *args], port, health)
+    return LocalServer([sys.executable, "-m", *module, *args], health)
 
 
 @pytest.fixture
@@ -292,10 +293,9 @@ def test_the_web_seed_must_be_a_plain_whole_number():
 def test_a_server_started_for_an_evaluation_stops_when_the_evaluation_is_killed(cache_dir):
     script = (
         "import sys, time\n"
-        "from evals.local_server import LocalServer, free_port\n"
-        "port = free_port()\n"
-        "server = LocalServer([sys.executable, '-m', 'sqlenv_mcp', '--transport', 'http',"
-        " '--port', str(port)], port, '/healthz')\n"
+        "from evals.local_server import LocalServer\n"
+        "server = LocalServer([sys.executable, '-m', 'sqlenv_mcp', '--transport', 'http'],"
+        " '/healthz')\n"
         "print(server.process.pid, flush=True)\n"
         "time.sleep(600)\n"
     )
@@ -309,6 +309,30 @@ def test_a_server_started_for_an_evaluation_stops_when_the_evaluation_is_killed(
     while time.monotonic() < deadline and _running(server_pid):
         time.sleep(0.1)
     assert not _running(server_pid), "the server outlived the evaluation that started it"
+
+
+def test_a_server_started_for_an_evaluation_holds_its_port_while_it_starts(monkeypatch):
+    """The port is bound before the server process starts, and the socket handed over: in the
+    seconds the server spends starting, nothing else can take the port (a port only looked up
+    free could become another connection's own, and the server then failed to listen)."""
+    taken = []
+    start = subprocess.Popen
+
+    def start_then_take_the_port(command: list[str], **options) -> subprocess.Popen:
+        process = start(command, **options)
+        port = int(command[command.index("--port") + 1])
+        with socket.socket() as other, contextlib.suppress(OSError):
+            other.bind(("127.0.0.1", port))
+            taken.append(port)
+        return process
+
+    monkeypatch.setattr(subprocess, "Popen", start_then_take_the_port)
+    server = LocalServer([sys.executable, "-m", "sqlenv_mcp", "--transport", "http"], "/healthz")
+    try:
+        assert taken == []
+        assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+    finally:
+        server.stop()
 
 
 def _running(pid: int) -> bool:

@@ -17,7 +17,7 @@ from process_memory import MIB, PeakRSS
 from served_episodes import Call, episode
 
 from env_core.sandbox_worker import HEADROOM_BYTES
-from evals.local_server import LocalServer, free_port
+from evals.local_server import LocalServer
 
 pytestmark = pytest.mark.anyio
 DEV = "dev_without_wta_1"
@@ -46,9 +46,8 @@ def servers(spider_dir, cache_dir, spider_catalog):
     limits += ["--sql-memory", str(MEMORY_MB)]
     try:
         for door, (module, health) in COMMANDS.items():
-            port = free_port()
-            command = [sys.executable, *module, "--port", str(port), *data, *limits]
-            started[door] = LocalServer(command, port, health)
+            command = [sys.executable, *module, *data, *limits]
+            started[door] = LocalServer(command, health)
         yield started
     finally:
         for server in started.values():

@@ -7,7 +7,7 @@ import pytest
 from env_core.errors import DataError
 from env_core.settings import Settings
 from evals import DoorSpec, OraclePolicy, RandomPolicy, evaluate, open_door
-from evals.local_server import LocalServer, free_port
+from evals.local_server import LocalServer
 
 EPISODES = 50
 SEED = 11
@@ -56,8 +56,7 @@ SERVERS = {
 @pytest.mark.parametrize("kind", SERVERS)
 def test_a_server_on_other_data_is_refused_clearly(kind, spec_for, cache_dir):
     module, health = SERVERS[kind]
-    port = free_port()
-    demo = LocalServer([sys.executable, "-m", *module, "--port", str(port)], port, health)
+    demo = LocalServer([sys.executable, "-m", *module], health)
     try:
         with pytest.raises(DataError, match="serves other questions than this evaluation's"):
             open_door(spec_for(kind).at(demo.url))
@@ -75,15 +74,14 @@ def test_an_episode_lost_with_its_server_stops_the_run_rather_than_score_it(kind
     showed as a traceback. Either way the door now says the episode was lost."""
     spec = spec_for(kind)
     module, health = SERVERS[kind]
-    port = free_port()
-    command = [sys.executable, "-m", *module, "--port", str(port), *spec.server_arguments()]
-    server = LocalServer(command, port, health)
+    command = [sys.executable, "-m", *module, *spec.server_arguments()]
+    server = LocalServer(command, health)
     door = open_door(spec.at(server.url))
     try:
         start = door.start(f"{spec.settings.split}:1")
         assert door.step(start.episode_id, "describe", {"table": "singer"}).ok
         server.stop()
-        server = LocalServer(command, port, health)
+        server = LocalServer(command, health, port=server.port)
         with pytest.raises(ConnectionError, match="was lost"):
             door.step(start.episode_id, "describe", {"table": "singer"})
     finally:

@@ -15,7 +15,7 @@ from env_core.cli import main as sqlenv
 from evals import evaluate, open_door
 from evals.llm.hf_chat import HFChatPolicy
 from evals.llm.settings import GenerationSettings
-from evals.local_server import LocalServer, free_port
+from evals.local_server import LocalServer
 from evals.run_folder import RunFolder
 from training.config import load_config, tiny_config
 from training.sft import run_sft
@@ -73,9 +73,8 @@ def test_the_hf_policy_plays_episodes_to_the_end_counting_malformed_calls(hf_res
 def test_the_openai_policy_plays_through_a_real_local_server(
     demo_spec, tiny_model, hf_result, tmp_path
 ):
-    port = free_port()
     command = [sys.executable, "-m", "evals.llm.serve", "--model", str(tiny_model)]
-    server = LocalServer([*command, "--name", "tiny", "--port", str(port)], port, "/health")
+    server = LocalServer([*command, "--name", "tiny"], "/health")
     try:
         models = httpx.get(f"{server.url}/v1/models").json()
         assert models["data"][0]["id"] == "tiny"

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from env_core.cli import main as sqlenv
-from evals.local_server import LocalServer, free_port
+from evals.local_server import LocalServer
 
 SERVERS = {
     "openenv": (["adapters.openenv.server"], "/health"),
@@ -28,8 +28,8 @@ def test_a_server_running_other_episodes_than_the_run_records_is_refused(
     door, cache_dir, tmp_path, capsys
 ):
     module, health = SERVERS[door]
-    port = free_port()  # a server on the embedded demo, with 15 steps and shaped rewards
-    server = LocalServer([sys.executable, "-m", *module, "--port", str(port)], port, health)
+    # A server on the embedded demo, with 15 steps and shaped rewards.
+    server = LocalServer([sys.executable, "-m", *module], health)
     url = server.url
     try:
         for flags, ours in [

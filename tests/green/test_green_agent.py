@@ -40,10 +40,9 @@ def anyio_backend() -> str:
 
 
 def start_agent(*arguments: str, spider_dir, cache_dir) -> LocalServer:
-    port = free_port()
-    command = [sys.executable, "-m", "env_core.cli", *arguments, "--port", str(port)]
+    command = [sys.executable, "-m", "env_core.cli", *arguments]
     command += ["--data-dir", str(spider_dir), "--split", DEV, "--cache-dir", str(cache_dir)]
-    return LocalServer(command, port, CARD)
+    return LocalServer(command, CARD)
 
 
 @pytest.fixture(scope="module")

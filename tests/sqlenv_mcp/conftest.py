@@ -22,7 +22,7 @@ def manager(spider_catalog):
 def http_server(spider_dir, cache_dir):
     servers: list[RunningServer] = []
 
-    def start(*args: str, port: int | None = None) -> RunningServer:
+    def start(*args: str, port: int = 0) -> RunningServer:
         # Explorer mode (--db) serves the user's files and refuses --data-dir.
         data = [] if "--db" in args else ["--data-dir", str(spider_dir), "--split", DEV]
         server = RunningServer([*data, *args], cache_dir, port)

@@ -11,7 +11,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import InitializeResult
 
-from evals.local_server import LocalServer, free_port
+from evals.local_server import LocalServer
 
 
 def stdio_params(*args: str) -> StdioServerParameters:
@@ -39,11 +39,10 @@ async def stdio_session(
 class RunningServer(LocalServer):
     """A `sqlenv-mcp --transport http` process on 127.0.0.1, stopped when the test ends."""
 
-    def __init__(self, args: list[str], cache_dir: Path, port: int | None = None) -> None:
-        self.port = port or free_port()
+    def __init__(self, args: list[str], cache_dir: Path, port: int = 0) -> None:
         command = [sys.executable, "-m", "sqlenv_mcp", "--transport", "http"]
-        command += ["--port", str(self.port), "--cache-dir", str(cache_dir), *args]
-        super().__init__(command, self.port, "/healthz")
+        command += ["--cache-dir", str(cache_dir), *args]
+        super().__init__(command, "/healthz", port=port)
 
     def health(self) -> dict:
         return httpx.get(f"{self.url}/healthz", timeout=5).json()
