@@ -201,11 +201,20 @@ SLOW = (
 )
 
 
+# Five times SLOW: the only worker is still busy when a call gets in line behind it. Not SLOW
+# itself, or that call would share its run, or be given its kept result.
+HOLD = SLOW.replace("400000", "2000000")
+
+
 def holding_the_only_worker(executor: ReadOnlyExecutor) -> threading.Thread:
-    """A thread running a slow query on a one-worker sandbox; the worker is busy on return."""
-    thread = threading.Thread(target=executor.query, args=(SLOW,))
+    """A thread running a long query on a one-worker sandbox; the worker is busy on return."""
+    sent = executor.sandbox.jobs
+    thread = threading.Thread(target=executor.query, args=(HOLD,))
     thread.start()
-    time.sleep(0.1)
+    deadline = time.monotonic() + 20  # the worker may be starting
+    while executor.sandbox.jobs == sent:
+        assert time.monotonic() < deadline, "the query never reached the worker"
+        time.sleep(0.001)
     return thread
 
 
@@ -221,6 +230,7 @@ def test_a_queued_call_runs_while_its_event_loop_is_busy(database_dir):
         holder = holding_the_only_worker(slow)
         call = asyncio.ensure_future(finish_async(quick.query_work(COUNTED)))
         await asyncio.sleep(0.01)  # in line for the worker
+        assert pool._waiting  # in line: the worker runs HOLD
         holder.join()
         time.sleep(1.0)  # the loop is busy past the call's deadline and grace
         return await call
@@ -238,6 +248,7 @@ def test_a_queued_call_cancelled_after_its_job_started_leaves_the_pool_working(d
         holder = holding_the_only_worker(executor)
         call = asyncio.ensure_future(finish_async(executor.query_work(SLOW)))
         await asyncio.sleep(0.01)
+        assert pool._waiting  # in line: the worker runs HOLD
         holder.join()  # the worker is free and already runs the queued job
         return await cancelled_then_counted(call, executor, timeout_s=10)
 
