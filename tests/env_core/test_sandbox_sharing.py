@@ -26,12 +26,13 @@ from env_core.sandbox import (
 )
 from env_core.sessions import SessionConfig, SessionManager
 
-# ~0.15 s in a worker; ~0.35 s.
+# ~0.06 s in a worker on a quick machine, ~0.15 s on a slower one.
 SLOW = (
     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 400000) "
     "SELECT count(*) FROM c"
 )
-SLOWER = SLOW.replace("400000", "1000000")
+# ~0.35 s (quick machine): a worker stays held while the calls after it line up, 10 ms apart.
+SLOWER = SLOW.replace("400000", "2500000")
 FOREVER = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 # One row of 2,000 instr() calls on 20 KB values: the progress handler cannot stop it, so it
 # holds its worker until the worker is killed, its time limit and grace after it started.
