@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from env_core.asgi import listening_socket
+from env_core.asgi import bound_socket
 from env_core.command_line import run_main
 from env_core.settings import Settings, add_arguments
 from evals.local_server import LocalServer
@@ -151,7 +151,7 @@ class Replicas:
         port in use is named at once, and a free one is held from then on (a port only looked
         up free could become a connection's own port while the replicas start)."""
         for port in (self.ports.openenv, self.ports.mcp, self.ports.stats):
-            listener = listening_socket("127.0.0.1", port)
+            listener = bound_socket("127.0.0.1", port)
             self._listeners.append(listener)
             listener.listen(socket.SOMAXCONN)
         self.ports = Ports(*(listener.getsockname()[1] for listener in self._listeners))

@@ -126,12 +126,16 @@ INHERITED_LISTENER_VARIABLE = "SQLENV_LISTENER_FD"
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to host:port, made before the server says it is serving; an `OSError`
-    that says which address when it cannot be (in use, not allowed, no such address). The
-    socket named by $SQLENV_LISTENER_FD is taken instead when it is bound to host:port."""
+    """The socket a server listens on, made before it says it is serving: the one named by
+    $SQLENV_LISTENER_FD when that is bound to host:port, else `bound_socket(host, port)`."""
     inherited = _inherited_listener(host, port)
-    if inherited is not None:
-        return inherited
+    return inherited if inherited is not None else bound_socket(host, port)
+
+
+def bound_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to host:port (0: a free port), for a server here or in a process it
+    is handed to; an `OSError` that says which address when it cannot be (in use, not
+    allowed, no such address)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # Named TCP, so that asyncio turns Nagle's algorithm off on each connection it accepts: a
     # response written in two parts (headers, body) would otherwise wait ~40 ms for an ACK.

@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from env_core.asgi import INHERITED_LISTENER_VARIABLE
+from env_core.asgi import INHERITED_LISTENER_VARIABLE, bound_socket
 from env_core.parent_watch import PARENT_VARIABLE
 
 REACH_TIMEOUT_S = 10.0
@@ -46,9 +46,7 @@ class LocalServer:
     ) -> None:
         """`port`: a given one rather than a free one (to start a server again where it was)."""
         self._log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115  (closed in stop)
-        with socket.socket() as listener:
-            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            listener.bind(("127.0.0.1", port))
+        with bound_socket("127.0.0.1", port) as listener:
             self.port = listener.getsockname()[1]
             self.url = f"http://127.0.0.1:{self.port}"
             handed_over = {

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ import uvicorn
 
 from adapters.openenv.client import SQLEnvClient
 from adapters.openenv.server import build_app
+from env_core.asgi import bound_socket
 from env_core.catalog import Question
 from env_core.oracle import oracle_calls
 from env_core.settings import Settings
@@ -34,9 +34,7 @@ def running_server(settings: Settings, *, web: bool = False, port: int = 0) -> I
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ENABLE_WEB_INTERFACE", "true" if web else "false")
         app = build_app(settings)
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", port))
+    listener = bound_socket("127.0.0.1", port)
     port = listener.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
