@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import tempfile
 import time
@@ -27,12 +26,6 @@ def check_reachable(url: str, what: str, path: str = "") -> None:
     else:
         return
     raise ConnectionError(f"cannot reach the {what} at {url}: {reason}")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class LocalServer:

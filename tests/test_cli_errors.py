@@ -6,7 +6,6 @@ Each row runs the real command in a process of its own, as a user's shell does.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -14,11 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from evals.local_server import free_port
+from env_core.asgi import bound_socket
 
 BIN = Path(sys.executable).parent
-# Nothing listens here: connecting is refused at once.
-DEAD_URL = f"http://127.0.0.1:{free_port()}"
 TIME_LIMIT_S = 60
 
 
@@ -29,7 +26,8 @@ class Case:
     environment: dict[str, str] = field(default_factory=dict)
 
 
-def cases(tmp: Path, busy_port: int) -> dict[str, Case]:
+def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
+    """`busy_port` is listened on by another socket; nothing listens at `dead_url`."""
     missing = str(tmp / "no-such-dir")
     a_file = tmp / "a-file"
     mcp, openenv, sqlenv = (
@@ -90,20 +88,20 @@ def cases(tmp: Path, busy_port: int) -> dict[str, Case]:
             [*evaluation("random", "workers"), "--workers", "0"], "0 is out of range"
         ),
         "eval unreachable mcp": Case(
-            [*evaluation("oracle", "mcp"), "--door", "mcp-http", "--url", DEAD_URL],
-            f"cannot reach the MCP server at {DEAD_URL}",
+            [*evaluation("oracle", "mcp"), "--door", "mcp-http", "--url", dead_url],
+            f"cannot reach the MCP server at {dead_url}",
         ),
         "eval unreachable openenv": Case(
-            [*evaluation("oracle", "openenv"), "--door", "openenv", "--url", DEAD_URL],
-            f"cannot reach the OpenEnv server at {DEAD_URL}",
+            [*evaluation("oracle", "openenv"), "--door", "openenv", "--url", dead_url],
+            f"cannot reach the OpenEnv server at {dead_url}",
         ),
         "eval url without a server door": Case(
-            [*evaluation("oracle", "url"), "--url", DEAD_URL],
+            [*evaluation("oracle", "url"), "--url", dead_url],
             "--url goes with --door mcp-http or openenv",
         ),
         "eval unreachable model": Case(
-            [*evaluation("openai", "model"), "--model", "m", "--base-url", DEAD_URL],
-            f"cannot reach the model endpoint at {DEAD_URL}",
+            [*evaluation("openai", "model"), "--model", "m", "--base-url", dead_url],
+            f"cannot reach the model endpoint at {dead_url}",
         ),
         "eval out is a file": Case(
             [*sqlenv, "eval", "--policy", "oracle", "--out", str(a_file)],
@@ -162,13 +160,15 @@ def cases(tmp: Path, busy_port: int) -> dict[str, Case]:
 def table(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bad-inputs")
     (tmp / "a-file").write_text("[model]\ntiny = true\n")
-    with socket.socket() as busy:
-        busy.bind(("127.0.0.1", 0))
+    # Both held for the module: `unheard` is bound and never listens, so connecting to it is
+    # refused at once, and no other socket can take its port meanwhile.
+    with bound_socket("127.0.0.1", 0) as busy, bound_socket("127.0.0.1", 0) as unheard:
         busy.listen()
-        yield cases(tmp, busy.getsockname()[1])
+        dead_url = f"http://127.0.0.1:{unheard.getsockname()[1]}"
+        yield cases(tmp, busy.getsockname()[1], dead_url)
 
 
-@pytest.mark.parametrize("name", cases(Path("/tmp"), 1).keys())
+@pytest.mark.parametrize("name", cases(Path("/tmp"), 1, "").keys())
 def test_a_bad_input_is_one_clear_line(table, name, cache_dir):
     case = table[name]
     environment = {"PATH": str(BIN), "SQLENV_CACHE_DIR": str(cache_dir), **case.environment}
@@ -188,5 +188,5 @@ def test_a_bad_input_is_one_clear_line(table, name, cache_dir):
 
 
 def test_the_table_covers_every_command():
-    commands = {Path(case.command[0]).name for case in cases(Path("/tmp"), 1).values()}
+    commands = {Path(case.command[0]).name for case in cases(Path("/tmp"), 1, "").values()}
     assert commands >= {"sqlenv-mcp", "sqlenv-openenv", "sqlenv", Path(sys.executable).name}

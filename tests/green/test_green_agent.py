@@ -23,9 +23,10 @@ from a2a.types import AgentSkill, Role, Task, TaskState
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from env_core.asgi import bound_socket
 from env_core.cli import main as sqlenv
 from evals.green import a2a
-from evals.local_server import LocalServer, free_port
+from evals.local_server import LocalServer
 
 pytestmark = pytest.mark.anyio
 DEV = "dev_without_wta_1"
@@ -172,12 +173,12 @@ class HostileExecutor(AgentExecutor):
 @contextmanager
 def serving(name: str, executor: AgentExecutor) -> Iterator[str]:
     """An A2A agent run by `executor` on 127.0.0.1, in this process; its URL."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
+    listener = bound_socket("127.0.0.1", 0)  # held from now: no other socket can take it
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
     skill = AgentSkill(id=name, name=name, description=name, tags=[])
     app = a2a.a2a_app(a2a.agent_card(name, name, url, skill), executor)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
     while not server.started:
         time.sleep(0.05)
@@ -254,12 +255,13 @@ async def test_a_malformed_request_is_rejected_with_its_reason(
 
 
 async def test_an_unreachable_participant_fails_the_task_with_its_url_only(green):
-    dead = f"http://127.0.0.1:{free_port()}/"
     not_an_agent = green.url + "/nothing/"  # answers 404
-    for url in (dead, not_an_agent):
-        _, final = await assess(green.url, {"participants": {"agent": url}})
-        assert final.status.state == TaskState.failed
-        assert a2a.reply_text(final) == f"cannot reach the A2A agent at {url!r}"
+    with bound_socket("127.0.0.1", 0) as unheard:  # bound, never listening: connecting is refused
+        dead = f"http://127.0.0.1:{unheard.getsockname()[1]}/"
+        for url in (dead, not_an_agent):
+            _, final = await assess(green.url, {"participants": {"agent": url}})
+            assert final.status.state == TaskState.failed
+            assert a2a.reply_text(final) == f"cannot reach the A2A agent at {url!r}"
     logged = green.output()  # the reasons, for the operator
     assert re.search(f"cannot reach the A2A agent at {re.escape(dead)}: .+", logged)
     assert re.search(f"cannot reach the A2A agent at {re.escape(not_an_agent)}: .*404", logged)
