@@ -13,9 +13,7 @@ the same SQL. Prints p50/p99 and the ratios.
 
 import argparse
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -25,10 +23,11 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
-import httpx
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+from evals.local_server import LocalServer
 
 FLOOR_SERVER = Path(__file__).with_name("mcp_floor_server.py")
 QUESTION = "dev_without_wta_1:1"  # concert_singer: names, countries and ages of singers
@@ -46,36 +45,17 @@ async def stdio_session(command: list[str]) -> AsyncIterator[ClientSession]:
 
 @asynccontextmanager
 async def http_session(server_args: list[str]) -> AsyncIterator[ClientSession]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    command = [
-        sys.executable,
-        str(FLOOR_SERVER),
-        *server_args,
-        "--transport",
-        "http",
-        "--port",
-        str(port),
-    ]
-    process = subprocess.Popen(command)
+    command = [sys.executable, str(FLOOR_SERVER), *server_args, "--transport", "http"]
+    server = LocalServer(command, "/healthz")
     try:
-        for _ in range(600):
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        url = f"http://127.0.0.1:{port}/mcp"
         async with (
-            streamable_http_client(url) as (read, write, _),
+            streamable_http_client(f"{server.url}/mcp") as (read, write, _),
             ClientSession(read, write) as session,
         ):
             await session.initialize()
             yield session
     finally:
-        process.terminate()
-        process.wait()
+        server.stop()
 
 
 async def timed(session: ClientSession, tool: str, arguments: dict) -> float:

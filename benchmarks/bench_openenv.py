@@ -34,9 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -46,12 +44,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psutil
 from bench_engine import bare_call, bare_connection
 
 from adapters.openenv.client import SQLEnvClient
+from env_core.asgi import listening_socket
 from env_core.catalog import Catalog
+from env_core.parent_watch import stop_with_parent
+from evals.local_server import LocalServer
 
 QUESTION = "dev_without_wta_1:1"  # concert_singer: names, countries and ages of singers
 LATENCY_CALLS = {
@@ -160,7 +160,10 @@ def serve_floor(
         ),
         state_cls=SQLState,
     )
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", **WEBSOCKET_OPTIONS)
+    listener = listening_socket("127.0.0.1", port)
+    stop_with_parent()
+    config = uvicorn.Config(app, log_level="warning", **WEBSOCKET_OPTIONS)
+    uvicorn.Server(config).run(sockets=[listener])
 
 
 @dataclass(frozen=True)
@@ -173,26 +176,13 @@ class Server:
 
 
 @contextmanager
-def running(command: list[str]) -> Iterator[Server]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen([*command, "--port", str(port)])
-    url = f"http://127.0.0.1:{port}"
+def running(command: list[str], health: str = "/health") -> Iterator[Server]:
+    """The server `command` starts on a port this process binds for it (see `LocalServer`)."""
+    server = LocalServer(command, health)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(f"{url}/health", timeout=1).raise_for_status()
-                break
-            except httpx.HTTPError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"server did not start: {command}") from None
-                time.sleep(0.2)
-        yield Server(url, process.pid)
+        yield Server(server.url, server.process.pid)
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        server.stop()
 
 
 def ours(args: argparse.Namespace, sessions: int, max_steps: int = 15) -> list[str]:

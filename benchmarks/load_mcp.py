@@ -20,17 +20,16 @@ forever, to show the others' latency meanwhile.
 import argparse
 import asyncio
 import json
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import httpx
 import psutil
+
+from evals.local_server import LocalServer
 
 FLOOR_SERVER = Path(__file__).with_name("mcp_floor_server.py")
 PROTOCOL = "2025-06-18"
@@ -194,12 +193,6 @@ async def play_noop(session: Session, _seed: int) -> None:
     await session.close()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def cpu_s(process: psutil.Process) -> float:
     """CPU time of a process and of its children (the SQL workers), living and ended."""
     total = 0.0
@@ -226,10 +219,10 @@ class Level:
     runaway_ms: list[float]
 
 
-def server_command(args: argparse.Namespace, kind: str, port: int, sessions: int) -> list[str]:
+def server_command(args: argparse.Namespace, kind: str, sessions: int) -> list[str]:
     program = [str(FLOOR_SERVER)] if kind == "floor" else ["-m", "sqlenv_mcp"]
     return [
-        *(sys.executable, *program, "--transport", "http", "--port", str(port)),
+        *(sys.executable, *program, "--transport", "http"),
         *("--data-dir", str(args.data_dir), "--split", args.split),
         # One client (this one) runs every session.
         *("--max-episodes", str(sessions + 16)),
@@ -239,24 +232,15 @@ def server_command(args: argparse.Namespace, kind: str, port: int, sessions: int
 
 
 async def run_level(args: argparse.Namespace, kind: str, sessions: int) -> Level:
-    port = free_port()
-    command = server_command(args, kind, port, sessions)
-    server = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
+    server = LocalServer(server_command(args, kind, sessions), "/healthz")
     try:
-        for _ in range(600):
-            try:
-                httpx.get(f"{base}/healthz", timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        process = psutil.Process(server.pid)
+        process = psutil.Process(server.process.pid)
         idle_rss = process.memory_info().rss
         peak_rss = idle_rss
         tally = Tally()
         runaway_ms: list[float] = []
         stop = asyncio.Event()
-        url = f"{base}/mcp"
+        url = f"{server.url}/mcp"
         runaway = asyncio.create_task(
             run_away(Session(url, Tally(), args.timeout), stop, runaway_ms)
             if args.runaway and kind == "ours"
@@ -289,8 +273,7 @@ async def run_level(args: argparse.Namespace, kind: str, sessions: int) -> Level
             runaway_ms=runaway_ms,
         )
     finally:
-        server.terminate()
-        server.wait()
+        server.stop()
 
 
 async def main() -> None:

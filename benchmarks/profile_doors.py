@@ -25,7 +25,6 @@ import functools
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,8 +32,6 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import httpx
 
 BENCHMARKS = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCHMARKS.parent))
@@ -143,29 +140,6 @@ def sampling(pid: int, calls: int, children: bool = True) -> Iterator[list]:
         profiles.append((*read_samples(output), calls))
 
 
-@contextmanager
-def served(command: list[str], health: str) -> Iterator[tuple[subprocess.Popen, str]]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen([*command, "--port", str(port)], stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                httpx.get(url + health, timeout=1).raise_for_status()
-                break
-            except httpx.HTTPError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"the server did not start: {command}") from None
-                time.sleep(0.2)
-        yield process, url
-    finally:
-        process.terminate()
-        process.wait()
-
-
 def profile(pid: int, calls: int, make_calls: Callable[[], None]) -> Profile:
     with sampling(pid, calls) as profiles:
         make_calls()
@@ -250,8 +224,8 @@ def profile_mcp_http(args: argparse.Namespace) -> dict[str, Profile]:
     for kind in ("floor", "ours"):
         program = [str(FLOOR_SERVER)] if kind == "floor" else ["-m", "sqlenv_mcp"]
         command = [sys.executable, *program, "--transport", "http", *server_args(args)]
-        with served(command, "/healthz") as (process, url):
-            session = Session(f"{url}/mcp", Tally(), 120)
+        with bench_openenv.running(command, "/healthz") as server:
+            session = Session(f"{server.url}/mcp", Tally(), 120)
 
             async def calls(session: Session = session, kind: str = kind) -> None:
                 await session.open()
@@ -259,7 +233,7 @@ def profile_mcp_http(args: argparse.Namespace) -> dict[str, Profile]:
                     await session.call(tool, arguments)
                 await session.close()
 
-            profiles[kind] = profile(process.pid, args.calls, lambda c=calls: asyncio.run(c()))
+            profiles[kind] = profile(server.pid, args.calls, lambda c=calls: asyncio.run(c()))
     return profiles
 
 
@@ -304,16 +278,16 @@ def profile_openenv(args: argparse.Namespace) -> dict[str, Profile]:
             command = bench_openenv.ours(
                 argparse.Namespace(data_dir=str(args.data_dir), split=SPLIT), 4, 1000
             )
-        with served(command, "/health") as (process, url):
+        with bench_openenv.running(command) as server:
 
-            async def calls(url: str = url, kind: str = kind) -> None:
+            async def calls(url: str = server.url, kind: str = kind) -> None:
                 async with bench_openenv.client(url) as env:
                     for number, tool, arguments in rounds_of(args.calls):
                         if number % 900 == 0:
                             await env.reset(**({"question_id": QUESTION} if kind == "ours" else {}))
                         await env.call(tool, **arguments)
 
-            profiles[kind] = profile(process.pid, args.calls, lambda c=calls: asyncio.run(c()))
+            profiles[kind] = profile(server.pid, args.calls, lambda c=calls: asyncio.run(c()))
     return profiles
 
 
