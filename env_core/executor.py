@@ -726,17 +726,28 @@ class ReadOnlyExecutor:
     ) -> tuple[tuple[str, ...], tuple, bool]:
         cursor = connection.execute(sql)
         first = cursor.fetchone()
-        max_cell = self.limits.max_cell_chars
-        columns = tuple([_cap_cell(d[0], max_cell) for d in cursor.description or ()])
-        rows, truncated = self._capped_rows(first, cursor, limit)
+        columns = self._column_names(cursor.description or ())
+        budget = self.limits.max_result_chars - sum(map(len, columns))
+        rows, truncated = self._capped_rows(first, cursor, limit, budget)
         return columns, rows, truncated
 
+    def _column_names(self, description: tuple) -> tuple[str, ...]:
+        """The result's column names, each capped like a cell. They count toward the result's
+        budget and may take half of it: past that, each is cut to an equal share (a statement
+        can read one long name hundreds of times, `SELECT * FROM t, t AS t2, ...`)."""
+        names = [_cap_cell(column[0], self.limits.max_cell_chars) for column in description]
+        half = self.limits.max_result_chars // 2
+        if sum(map(len, names)) > half:
+            share = max(1, half // len(names) - 1)
+            names = [_cut(name, share) for name in names]
+        return tuple(names)
+
     def _capped_rows(
-        self, row: tuple | None, cursor: sqlite3.Cursor, limit: int
+        self, row: tuple | None, cursor: sqlite3.Cursor, limit: int, budget: int
     ) -> tuple[tuple[tuple[Cell, ...], ...], bool]:
-        """Fetch up to `limit` rows, capping each cell and the whole result as they come, so
-        no more than the result budget and one row are ever held."""
-        max_cell, budget = self.limits.max_cell_chars, self.limits.max_result_chars
+        """Fetch up to `limit` rows, capping each cell and the rows to `budget` characters as
+        they come, so no more than the budget and one row are ever held."""
+        max_cell = self.limits.max_cell_chars
         rows = []
         while row is not None:
             if len(rows) == limit:

@@ -29,7 +29,7 @@ from adversarial import (
     snapshot,
 )
 
-from env_core import errors
+from env_core import errors, render
 from env_core.errors import (
     InvalidArgumentError,
     QueryFailedError,
@@ -296,6 +296,28 @@ def test_one_wide_row_stays_within_the_result_cap(executors) -> None:
         return
     shown = sum(len(cell) for row in outcome.rows for cell in row)
     assert shown <= LIMITS.max_result_chars, f"{shown:,} chars returned in one row"
+
+
+# Twelve columns with names of 481 characters, read 64 times over: 768 names, ~370,000
+# characters, from 6,350 characters of SQL.
+LONG_NAMES = (
+    "WITH t AS (SELECT "
+    + ", ".join(f'{i} AS "{"n" * 480}{i % 10}"' for i in range(12))
+    + ") SELECT * FROM "
+    + ", ".join(f"t AS t{i}" for i in range(64))
+)
+
+
+def test_column_names_count_toward_the_result_cap(executors) -> None:
+    """Names past half the budget are cut to equal shares; every column is still shown."""
+    result = executors[CONCERT].query(LONG_NAMES)
+    names = sum(map(len, result.columns))
+    assert names <= LIMITS.max_result_chars // 2, f"{names:,} chars of column names"
+    assert len(result.columns) == 768 and result.rows == (tuple(range(12)) * 64,)
+    assert all(name.startswith("n" * 20) and name.endswith("…") for name in result.columns)
+    text = render.rows_text(result)
+    separators = 2 * len(" | ") * (len(result.columns) - 1)
+    assert len(text) <= LIMITS.max_result_chars + separators, f"{len(text):,} chars of text"
 
 
 # --- must stay last: the corpus has run --------------------------------------------------------
