@@ -60,10 +60,11 @@ def rows_text(result: QueryResult) -> str:
     lines = [visible(" | ".join(result.columns))]
     lines.extend([row_text(row) for row in result.rows])
     count = len(result.rows)
+    rows = f"{count} row{'' if count == 1 else 's'}"
     if result.truncated:
-        lines.append(f"({count} rows shown; more exist: add a LIMIT/OFFSET, filter or aggregate)")
+        lines.append(f"({rows} shown; more exist: add a LIMIT/OFFSET, filter or aggregate)")
     else:
-        lines.append(f"({count} row{'' if count == 1 else 's'})")
+        lines.append(f"({rows})")
     return "\n".join(lines)
 
 
