@@ -15,6 +15,11 @@ machine's cores.
    observations. "sql" is replay that first runs the call's bare SQLite statements on one
    reused connection, as bench_engine's floor does: what a minimal SQL environment must do,
    so that ours / sql is what the engine and the door add to running the SQL at all.
+   "floor 2" is a second copy of the no-op: its ratio to the first is how far two identical
+   servers differ in the same run, against which to read the others. This client runs on one
+   CPU and every server on another (`split_cpus`), and each round of calls starts at the next
+   server, so that neither where a server runs nor where its call falls in a round favours
+   one server over another.
 2. Sweep: N sessions at once (64, 256, 1024), each connecting, resetting, then (when all have
    reset) making 10 steps, the last an answer. Success rate, p99 step latency, and the
    server's RSS growth per open session, measured while all N sessions hold an episode. Each
@@ -34,6 +39,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
+import shutil
 import statistics
 import sys
 import time
@@ -65,6 +72,8 @@ MAX_STEPS = 1000  # the largest budget the server allows
 # sandbox, where a repeated statement is answered with its kept result (see
 # `env_core.executor.KeptResults`). "all" is over LATENCY_CALLS, without it.
 NEW_QUERY = "query new"
+# A second copy of the no-op in the latency table: its ratio to the first is the run's noise.
+TWIN = "floor 2"
 # The sweep run once more on the same server of ours: every statement is asked again.
 AGAIN = "ours again"
 ROUNDS_PER_EPISODE = MAX_STEPS // (len(LATENCY_CALLS) + 1)
@@ -224,8 +233,12 @@ async def measure_latency(urls: dict[str, str], rounds: int) -> dict[str, list[f
         for round_ in range(rounds):
             if round_ % ROUNDS_PER_EPISODE == 0:
                 await envs["ours"].reset(question_id=QUESTION)
+            # Each round starts at the next server: where a call falls in the round moves its
+            # time by a tenth or more (a server called first was ~14% quicker than its twin).
+            turn = round_ % len(envs)
+            order = [*envs.items()][turn:] + [*envs.items()][:turn]
             for row, (tool, arguments) in latency_calls(round_).items():
-                for name, env in envs.items():
+                for name, env in order:
                     started = time.perf_counter()
                     result = await env.call(tool, **arguments)
                     timings[f"{name} {row}"].append((time.perf_counter() - started) * 1000)
@@ -308,7 +321,39 @@ async def sweep(
     )
 
 
-def print_latency(timings: dict[str, list[float]], servers: list[str], rounds: int) -> None:
+@dataclass(frozen=True)
+class CPUs:
+    client: int
+    servers: int
+
+
+def split_cpus() -> CPUs | None:
+    """One CPU for this client and another for every server of the latency table, or None
+    without two to pin to. Left to the scheduler, two copies of the same no-op differed by up
+    to a third at the median, by where each happened to run; pinned, by 2% at most."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cpus) < 2 or shutil.which("taskset") is None:
+        return None
+    return CPUs(client=cpus[0], servers=cpus[1])
+
+
+@contextmanager
+def client_on(cpus: CPUs | None) -> Iterator[None]:
+    """This process on the client's CPU while the block runs (anywhere it may be, after)."""
+    if cpus is None:
+        yield
+        return
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {cpus.client})
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def print_latency(
+    timings: dict[str, list[float]], servers: list[str], rounds: int, cpus: CPUs | None
+) -> None:
     tools = [*LATENCY_CALLS, NEW_QUERY, "all"]
     figures = {}  # (server, tool): (p50, p99)
     for tool in tools:
@@ -317,7 +362,12 @@ def print_latency(timings: dict[str, list[float]], servers: list[str], rounds: i
             samples = [x for call in calls for x in timings[f"{name} {call}"]]
             figures[name, tool] = (percentile(samples, 50), percentile(samples, 99))
     floors = [name for name in servers if name != "ours"]
-    print(f"WebSocket step latency, ms ({rounds} calls each, interleaved), p50 and p99:")
+    where = (
+        f"this client on CPU {cpus.client}, the servers on CPU {cpus.servers}"
+        if cpus
+        else "where the scheduler puts them"
+    )
+    print(f"WebSocket step latency, ms ({rounds} calls each, interleaved; {where}), p50 and p99:")
     print_pairs(servers, {tool: [figures[name, tool] for name in servers] for tool in tools}, 3)
     print("\nours / each floor (floor: a no-op; replay: it answering with our observations;")
     print("sql: replay running the call's bare SQLite statements first), p50 and p99:")
@@ -329,6 +379,15 @@ def print_latency(timings: dict[str, list[float]], servers: list[str], rounds: i
         for tool in tools
     }
     print_pairs(floors, ratios, 2, unit="x")
+    print(f"\n{TWIN} / floor: the same no-op in another process, what two identical servers")
+    print("differ by in this run, p50 and p99:")
+    twins = {
+        tool: [
+            tuple(t / f for t, f in zip(figures[TWIN, tool], figures["floor", tool], strict=True))
+        ]
+        for tool in tools
+    }
+    print_pairs(["floor"], twins, 2, unit="x")
 
 
 def print_pairs(
@@ -391,16 +450,21 @@ def main() -> None:
 
     commands = {
         "floor": floor(4),
+        TWIN: floor(4),
         "replay": replay(args),
         "sql": replay(args, sql=True),
         "ours": ours(args, 4, MAX_STEPS),
     }
+    cpus = split_cpus()
+    pin = ["taskset", "-c", str(cpus.servers)] if cpus else []
     with contextlib.ExitStack() as stack:
         urls = {
-            name: stack.enter_context(running(command)).url for name, command in commands.items()
+            name: stack.enter_context(running([*pin, *command])).url
+            for name, command in commands.items()
         }
-        timings = asyncio.run(measure_latency(urls, args.rounds))
-    print_latency(timings, list(commands), args.rounds)
+        with client_on(cpus):
+            timings = asyncio.run(measure_latency(urls, args.rounds))
+    print_latency(timings, list(commands), args.rounds, cpus)
 
     if not args.sweep:
         return
