@@ -727,7 +727,7 @@ class ReadOnlyExecutor:
         cursor = connection.execute(sql)
         first = cursor.fetchone()
         columns = self._column_names(cursor.description or ())
-        budget = self.limits.max_result_chars - sum(map(len, columns))
+        budget = self.limits.max_result_chars - _row_size(columns, None)
         rows, truncated = self._capped_rows(first, cursor, limit, budget)
         return columns, rows, truncated
 
@@ -735,12 +735,11 @@ class ReadOnlyExecutor:
         """The result's column names, each capped like a cell. They count toward the result's
         budget and may take half of it: past that, each is cut to an equal share (a statement
         can read one long name hundreds of times, `SELECT * FROM t, t AS t2, ...`)."""
-        names = [_cap_cell(column[0], self.limits.max_cell_chars) for column in description]
+        names = tuple(_cap_cell(column[0], self.limits.max_cell_chars) for column in description)
         half = self.limits.max_result_chars // 2
-        if sum(map(len, names)) > half:
-            share = max(1, half // len(names) - 1)
-            names = [_cut(name, share) for name in names]
-        return tuple(names)
+        if _row_size(names, None) > half:
+            return _narrowed(names, half)
+        return names
 
     def _capped_rows(
         self, row: tuple | None, cursor: sqlite3.Cursor, limit: int, budget: int
@@ -759,9 +758,8 @@ class ReadOnlyExecutor:
             if size > budget:
                 if rows:
                     return tuple(rows), True
-                # A single row wider than the whole budget: share the budget among its cells.
-                share = max(1, budget // len(row) - 1)
-                return (tuple(_cut(cell, share) for cell in row),), True
+                # A single row wider than the whole budget: its texts share what is left.
+                return (_narrowed(row, budget),), True
             budget -= size
             rows.append(row)
             if time.monotonic() > self._deadline:
@@ -813,23 +811,42 @@ def _denied_action(action: int, arg1: str | None, arg2: str | None) -> str:
     return " ".join(part for part in (_ACTION_NAMES.get(action, str(action)), arg1, arg2) if part)
 
 
+# What a result's text shows of a cell beyond its characters (`env_core.render.rows_text`): the
+# " | " before it (or its line's end); a text with control characters or bars shown escaped, at
+# most four times as long ("\x01"); a number or NULL at most as long as a float's repr.
+SEPARATOR_CHARS = 3
+ESCAPE_FACTOR = 4
+NUMBER_CHARS = 24
+
+
 def _row_size(row: tuple, max_cell: int | None) -> int | None:
-    """Characters the row adds to a result, or None when a cell must be capped first.
+    """Characters the row adds to a result's text, at most, or None when a cell must be
+    capped first.
 
     A plain loop: this runs for every fetched row, and is several times faster than
     generator expressions here.
     """
-    size = 0
+    size = SEPARATOR_CHARS * len(row)
     for cell in row:
         if type(cell) is str:
             if max_cell is not None and len(cell) > max_cell:
                 return None
-            size += len(cell)
+            size += (
+                len(cell) if cell.isprintable() and "|" not in cell else ESCAPE_FACTOR * len(cell)
+            )
         elif type(cell) is bytes:
             return None
         else:
-            size += 8
+            size += NUMBER_CHARS
     return size
+
+
+def _narrowed(row: tuple[Cell, ...], budget: int) -> tuple[Cell, ...]:
+    """A row wider than `budget`, its texts cut to equal shares of what its numbers leave."""
+    texts = sum(type(cell) is str for cell in row)
+    numbers = (len(row) - texts) * (NUMBER_CHARS + SEPARATOR_CHARS)
+    share = max(1, (budget - numbers) // max(texts, 1) - SEPARATOR_CHARS - 1)
+    return tuple(_cut(cell, share) for cell in row)
 
 
 def _cap_cell(cell: Cell | bytes, max_chars: int) -> Cell:
@@ -841,9 +858,12 @@ def _cap_cell(cell: Cell | bytes, max_chars: int) -> Cell:
 
 
 def _cut(cell: Cell, max_chars: int) -> Cell:
-    if type(cell) is str and len(cell) > max_chars:
-        return cell[:max_chars] + "…"
-    return cell
+    """A text cut short to show at most `max_chars` characters (escapes included) and "…"."""
+    if type(cell) is not str:
+        return cell
+    if not (cell.isprintable() and "|" not in cell):
+        max_chars = max(1, max_chars // ESCAPE_FACTOR)
+    return cell[:max_chars] + "…" if len(cell) > max_chars else cell
 
 
 def _decode_with_replacement(raw: bytes) -> str:

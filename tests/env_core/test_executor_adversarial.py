@@ -316,8 +316,43 @@ def test_column_names_count_toward_the_result_cap(executors) -> None:
     assert len(result.columns) == 768 and result.rows == (tuple(range(12)) * 64,)
     assert all(name.startswith("n" * 20) and name.endswith("…") for name in result.columns)
     text = render.rows_text(result)
-    separators = 2 * len(" | ") * (len(result.columns) - 1)
-    assert len(text) <= LIMITS.max_result_chars + separators, f"{len(text):,} chars of text"
+    assert len(text) <= LIMITS.max_result_chars, f"{len(text):,} chars of text"
+
+
+def repeated(value: str, rows: int, columns: int = 1990) -> str:
+    """`rows` rows of one value in `columns` columns, from ~6,000 characters of SQL."""
+    return (
+        f"WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < {rows}), "
+        f"s(v) AS (SELECT {value}) SELECT " + ", ".join(["v"] * columns) + " FROM r, s"
+    )
+
+
+# Cells that cost the budget little but show long: an empty text shows its separator, a
+# number its digits, a control character its escape, a NULL its name.
+SHOWN_LONGER = {
+    "empty text": "''",
+    "one letter": "'x'",
+    "long float": "-1.2345678901234567e-300",
+    "long integer": "-1234567890123456789",
+    "control characters": "char(1, 2, 3, 4, 5, 6, 7, 8)",
+    "bars": "'||||||||'",
+    "null": "NULL",
+}
+
+
+@pytest.mark.parametrize("value", SHOWN_LONGER.values(), ids=SHOWN_LONGER.keys())
+@pytest.mark.parametrize("max_rows", [20, 1000])
+def test_a_result_shows_at_most_its_budget_whatever_its_cells(
+    value: str, max_rows: int, database_dir
+):
+    """The budget counts what the text shows: with 1,000 rows allowed, empty texts counted as
+    nothing had filled ~6,000,000 characters."""
+    limits = ExecutorLimits(timeout_s=TIMEOUT_S, max_rows=max_rows)
+    executor = ReadOnlyExecutor(database_dir / CONCERT / f"{CONCERT}.sqlite", limits)
+    result = executor.query(repeated(value, max_rows))
+    executor.close()
+    text = render.rows_text(result)
+    assert result.rows and len(text) <= limits.max_result_chars, f"{len(text):,} chars of text"
 
 
 # --- must stay last: the corpus has run --------------------------------------------------------
