@@ -17,9 +17,9 @@ machine's cores.
    so that ours / sql is what the engine and the door add to running the SQL at all.
    "floor 2" is a second copy of the no-op: its ratio to the first is how far two identical
    servers differ in the same run, against which to read the others. This client runs on one
-   CPU and every server on another (`split_cpus`), and each round of calls starts at the next
-   server, so that neither where a server runs nor where its call falls in a round favours
-   one server over another.
+   CPU and every server on another (`split_cpus`), and each round calls the servers in a new
+   order, so that neither where a server runs nor which server's call comes before its own
+   favours one server over another.
 2. Sweep: N sessions at once (64, 256, 1024), each connecting, resetting, then (when all have
    reset) making 10 steps, the last an answer. Success rate, p99 step latency, and the
    server's RSS growth per open session, measured while all N sessions hold an episode. Each
@@ -40,6 +40,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -233,10 +234,10 @@ async def measure_latency(urls: dict[str, str], rounds: int) -> dict[str, list[f
         for round_ in range(rounds):
             if round_ % ROUNDS_PER_EPISODE == 0:
                 await envs["ours"].reset(question_id=QUESTION)
-            # Each round starts at the next server: where a call falls in the round moves its
-            # time by a tenth or more (a server called first was ~14% quicker than its twin).
-            turn = round_ % len(envs)
-            order = [*envs.items()][turn:] + [*envs.items()][:turn]
+            # A new order each round: a call's time depends on what ran just before it (the
+            # server called first in a fixed order was ~14% quicker than its twin, and the one
+            # always called after ours's sandbox runs ~15% slower).
+            order = random.Random(round_).sample([*envs.items()], len(envs))
             for row, (tool, arguments) in latency_calls(round_).items():
                 for name, env in order:
                     started = time.perf_counter()
