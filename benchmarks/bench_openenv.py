@@ -372,23 +372,16 @@ def print_latency(
     print_pairs(servers, {tool: [figures[name, tool] for name in servers] for tool in tools}, 3)
     print("\nours / each floor (floor: a no-op; replay: it answering with our observations;")
     print("sql: replay running the call's bare SQLite statements first), p50 and p99:")
-    ratios = {
-        tool: [
-            tuple(o / f for o, f in zip(figures["ours", tool], figures[name, tool], strict=True))
-            for name in floors
-        ]
-        for tool in tools
-    }
+
+    def ratio(server: str, floor: str, tool: str) -> tuple[float, float]:
+        over, under = figures[server, tool], figures[floor, tool]
+        return over[0] / under[0], over[1] / under[1]
+
+    ratios = {tool: [ratio("ours", name, tool) for name in floors] for tool in tools}
     print_pairs(floors, ratios, 2, unit="x")
     print(f"\n{TWIN} / floor: the same no-op in another process, what two identical servers")
     print("differ by in this run, p50 and p99:")
-    twins = {
-        tool: [
-            tuple(t / f for t, f in zip(figures[TWIN, tool], figures["floor", tool], strict=True))
-        ]
-        for tool in tools
-    }
-    print_pairs(["floor"], twins, 2, unit="x")
+    print_pairs(["floor"], {tool: [ratio(TWIN, "floor", tool)] for tool in tools}, 2, unit="x")
 
 
 def print_pairs(

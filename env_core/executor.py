@@ -831,14 +831,18 @@ def _row_size(row: tuple, max_cell: int | None) -> int | None:
         if type(cell) is str:
             if max_cell is not None and len(cell) > max_cell:
                 return None
-            size += (
-                len(cell) if cell.isprintable() and "|" not in cell else ESCAPE_FACTOR * len(cell)
-            )
+            size += ESCAPE_FACTOR * len(cell) if _shown_escaped(cell) else len(cell)
         elif type(cell) is bytes:
             return None
         else:
             size += NUMBER_CHARS
     return size
+
+
+def _shown_escaped(text: str) -> bool:
+    """Whether a text is shown escaped as a cell (`env_core.render.cell_text`): control
+    characters and bars, each then up to `ESCAPE_FACTOR` characters long ("\\x01")."""
+    return not text.isprintable() or "|" in text
 
 
 def _narrowed(row: tuple[Cell, ...], budget: int) -> tuple[Cell, ...]:
@@ -861,7 +865,7 @@ def _cut(cell: Cell, max_chars: int) -> Cell:
     """A text cut short to show at most `max_chars` characters (escapes included) and "…"."""
     if type(cell) is not str:
         return cell
-    if not (cell.isprintable() and "|" not in cell):
+    if _shown_escaped(cell):
         max_chars = max(1, max_chars // ESCAPE_FACTOR)
     return cell[:max_chars] + "…" if len(cell) > max_chars else cell
 

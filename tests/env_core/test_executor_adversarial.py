@@ -349,8 +349,10 @@ def test_a_result_shows_at_most_its_budget_whatever_its_cells(
     nothing had filled ~6,000,000 characters."""
     limits = ExecutorLimits(timeout_s=TIMEOUT_S, max_rows=max_rows)
     executor = ReadOnlyExecutor(database_dir / CONCERT / f"{CONCERT}.sqlite", limits)
-    result = executor.query(repeated(value, max_rows))
-    executor.close()
+    try:
+        result = executor.query(repeated(value, max_rows))
+    finally:
+        executor.close()
     text = render.rows_text(result)
     assert result.rows and len(text) <= limits.max_result_chars, f"{len(text):,} chars of text"
 
