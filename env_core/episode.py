@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import reprlib
 import threading
@@ -180,9 +181,11 @@ class Episode:
                 raise EpisodeFinishedError(
                     f"episode {self.episode_id} has ended ({self.ending}); start a new episode"
                 )
-            specs = self._specs()
-            if tool not in specs:
-                raise UnknownToolError(f"unknown tool {shown(tool)}; tools are: {', '.join(specs)}")
+            spec = self._tools.get(tool)
+            if spec is None:
+                raise UnknownToolError(
+                    f"unknown tool {shown(tool)}; tools are: {', '.join(self._tools)}"
+                )
             if self._busy:
                 raise EpisodeBusyError(
                     f"episode {self.episode_id} is still running a call; "
@@ -191,22 +194,20 @@ class Episode:
             self._busy = True
         try:
             try:
-                result = yield from self._run(specs[tool], arguments)
+                check_arguments(spec, arguments)
+                if tool == "answer":
+                    return self._answer(arguments)
+                text, data, table = yield from self._explore(tool, arguments)
+            except ToolError as error:
+                return self._failed(tool, error, arguments)
             except GeneratorExit:
                 # The caller gave up while the call ran (a cancel, a dropped connection): it
                 # is spent like a failed call, or cancelling would be a free probe.
                 self._failed(tool, CallCancelledError.spent(), arguments)
                 raise
-            return result
+            return self._finish_step(tool, True, text, data, arguments, table)
         finally:
             self._busy = False
-
-    def _record(self, tool: str, arguments: dict[str, Any], result: ToolResult) -> ToolResult:
-        """Book a step the episode took; its result."""
-        with self._lock:
-            self.history.append(Step(tool, arguments, result))
-            self.total_reward = booked(self.total_reward, result.reward)
-        return result
 
     def abandon(self) -> float:
         """End an unfinished episode without an answer, booking the wrong-answer terminal
@@ -223,7 +224,8 @@ class Episode:
     def close(self) -> None:
         self.executor.close()
 
-    def _specs(self) -> dict[str, ToolSpec]:
+    @functools.cached_property
+    def _tools(self) -> dict[str, ToolSpec]:
         """The tools as this episode's agent reads them: under its executor's limits."""
         limits = self.executor.limits
         return specs_by_name(limits.max_rows, limits.max_sample_rows)
@@ -234,17 +236,6 @@ class Episode:
         if self.correct is not None:
             return "was answered"
         return "ran out of steps" if self.budget_left == 0 else "was abandoned"
-
-    def _run(self, spec: ToolSpec, arguments: dict[str, Any]) -> Work[ToolResult]:
-        tool = spec.name
-        try:
-            check_arguments(spec, arguments)
-            if tool == "answer":
-                return self._answer(arguments)
-            text, data, table = yield from self._explore(tool, arguments)
-        except ToolError as error:
-            return self._failed(tool, error, arguments)
-        return self._finish_step(tool, True, text, data, arguments, table)
 
     def _failed(self, tool: str, error: ToolError, arguments: dict[str, Any]) -> ToolResult:
         text, data = render.error_text(error), error_data(error)
@@ -265,17 +256,24 @@ class Episode:
     def _finish_step(
         self, tool: str, ok: bool, text: str, data: dict, arguments: dict, table: str | None
     ) -> ToolResult:
-        reward = self.rewards.step(tool, repr(sorted(arguments.items())), ok, table)
-        done = self.steps_used + 1 >= self.max_steps
-        if done:
-            reward += self.rewards.terminal(correct=False)
-            self.done = True
-            text += "\nOut of steps: the episode is over without an answer."
-        else:
-            left = self.max_steps - self.steps_used - 1
-            text += f"\n[{left} step{'' if left == 1 else 's'} left]"
-        result = ToolResult(tool, ok, text, data, round(reward, 6), done)
-        return self._record(tool, arguments, result)
+        """Reward and book a step the episode took; its result."""
+        with self._lock:
+            reward = self.rewards.step(tool, repr(sorted(arguments.items())), ok, table)
+            left = self.max_steps - len(self.history) - 1
+            if left > 0:
+                text += f"\n[{left} step{'' if left == 1 else 's'} left]"
+            else:
+                reward += self.rewards.terminal(correct=False)
+                self.done = True
+                text += "\nOut of steps: the episode is over without an answer."
+            result = ToolResult(tool, ok, text, data, round(reward, 6), left <= 0)
+            self._book(tool, arguments, result)
+        return result
+
+    def _book(self, tool: str, arguments: dict[str, Any], result: ToolResult) -> None:
+        """Keep a step the episode took; the caller holds the lock."""
+        self.history.append(Step(tool, arguments, result))
+        self.total_reward = booked(self.total_reward, result.reward)
 
     def _answer(self, arguments: dict[str, Any]) -> ToolResult:
         value = arguments["value"]
@@ -284,12 +282,14 @@ class Episode:
                 f"the answer is {len(value)} characters; the limit is {MAX_ANSWER_CHARS}"
             )
         verdict = self.checker.check(self.question.gold, value)
-        self.correct = verdict.correct
-        self.done = True
-        reward = round(self.rewards.terminal(verdict.correct), 6)
         text = f"{'Correct' if verdict.correct else 'Incorrect'}. The episode is over."
-        result = ToolResult("answer", True, text, {"correct": verdict.correct}, reward, True)
-        return self._record("answer", arguments, result)
+        with self._lock:
+            self.correct = verdict.correct
+            self.done = True
+            reward = round(self.rewards.terminal(verdict.correct), 6)
+            result = ToolResult("answer", True, text, {"correct": verdict.correct}, reward, True)
+            self._book("answer", arguments, result)
+        return result
 
 
 def kept_arguments(arguments: Mapping[Any, Any]) -> dict[Any, Any]:
