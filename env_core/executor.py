@@ -86,12 +86,19 @@ class QueryResult:
     # value changes from run to run (`_UNREPEATABLE_FUNCTIONS`). Known only where statements
     # are compiled afresh, as in a sandbox worker.
     repeatable: bool = True
+    # Its one row was wider than the result's budget, and its texts were cut to fit.
+    narrowed: bool = False
 
     @functools.cached_property
     def text(self) -> str:
         """The rows as a language model reads them, rendered once: a kept result is given
         again and again."""
         return rows_text(self)
+
+
+# What a statement read: its columns, its rows, whether rows were left out, and whether its
+# one row was narrowed to fit (see `QueryResult`).
+Fetched = tuple[tuple[str, ...], tuple[tuple[Cell, ...], ...], bool, bool]
 
 
 @dataclass(frozen=True)
@@ -689,12 +696,12 @@ class ReadOnlyExecutor:
             self._repeatable = True  # known only when the statement is compiled afresh
             connection = self._connection if deadline_s is None else self._uncached_connection()
             try:
-                columns, rows, truncated = self._fetch(connection, sql, limit)
+                columns, rows, truncated, narrowed = self._fetch(connection, sql, limit)
             except sqlite3.Error as error:
                 raise self._explain(error) from None
             elapsed_ms = (time.monotonic() - started) * 1000
             repeatable = self._repeatable
-        return QueryResult(columns, rows, truncated, round(elapsed_ms, 3), repeatable)
+        return QueryResult(columns, rows, truncated, round(elapsed_ms, 3), repeatable, narrowed)
 
     def _uncached_connection(self) -> sqlite3.Connection:
         if not self._statement_cache:
@@ -706,9 +713,7 @@ class ReadOnlyExecutor:
             self._harden(self._uncached)
         return self._uncached
 
-    def _fetch(
-        self, connection: sqlite3.Connection, sql: str, limit: int
-    ) -> tuple[tuple[str, ...], tuple, bool]:
+    def _fetch(self, connection: sqlite3.Connection, sql: str, limit: int) -> Fetched:
         try:
             return self._read(connection, sql, limit)
         except sqlite3.OperationalError as error:
@@ -721,15 +726,12 @@ class ReadOnlyExecutor:
         finally:
             connection.text_factory = str
 
-    def _read(
-        self, connection: sqlite3.Connection, sql: str, limit: int
-    ) -> tuple[tuple[str, ...], tuple, bool]:
+    def _read(self, connection: sqlite3.Connection, sql: str, limit: int) -> Fetched:
         cursor = connection.execute(sql)
         first = cursor.fetchone()
         columns = self._column_names(cursor.description or ())
         budget = self.limits.max_result_chars - _row_size(columns, None)
-        rows, truncated = self._capped_rows(first, cursor, limit, budget)
-        return columns, rows, truncated
+        return columns, *self._capped_rows(first, cursor, limit, budget)
 
     def _column_names(self, description: tuple) -> tuple[str, ...]:
         """The result's column names, each capped like a cell. They count toward the result's
@@ -743,30 +745,31 @@ class ReadOnlyExecutor:
 
     def _capped_rows(
         self, row: tuple | None, cursor: sqlite3.Cursor, limit: int, budget: int
-    ) -> tuple[tuple[tuple[Cell, ...], ...], bool]:
+    ) -> tuple[tuple[tuple[Cell, ...], ...], bool, bool]:
         """Fetch up to `limit` rows, capping each cell and the rows to `budget` characters as
-        they come, so no more than the budget and one row are ever held."""
+        they come, so no more than the budget and one row are ever held; with whether rows
+        were left out, and whether the one row was narrowed to fit."""
         max_cell = self.limits.max_cell_chars
         rows = []
         while row is not None:
             if len(rows) == limit:
-                return tuple(rows), True
+                return tuple(rows), True, False
             size = _row_size(row, max_cell)
             if size is None:
                 row = tuple(_cap_cell(cell, max_cell) for cell in row)
                 size = _row_size(row, None)
             if size > budget:
                 if rows:
-                    return tuple(rows), True
+                    return tuple(rows), True, False
                 # A single row wider than the whole budget: its texts share what is left.
-                return (_narrowed(row, budget),), True
+                return (_narrowed(row, budget),), True, True
             budget -= size
             rows.append(row)
             if time.monotonic() > self._deadline:
                 # Each row takes the GIL back, which another busy thread may hold for a while.
                 raise sqlite3.OperationalError("interrupted")
             row = cursor.fetchone()
-        return tuple(rows), False
+        return tuple(rows), False, False
 
     def _explain(self, error: sqlite3.Error) -> Exception:
         message = str(error)

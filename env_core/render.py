@@ -61,7 +61,9 @@ def rows_text(result: QueryResult) -> str:
     lines.extend([row_text(row) for row in result.rows])
     count = len(result.rows)
     rows = f"{count} row{'' if count == 1 else 's'}"
-    if result.truncated:
+    if result.narrowed:
+        lines.append(f"({rows} shown, its values cut short to fit: select fewer columns)")
+    elif result.truncated:
         lines.append(f"({rows} shown; more exist: add a LIMIT/OFFSET, filter or aggregate)")
     else:
         lines.append(f"({rows})")

@@ -81,6 +81,7 @@ def _run(
         result.truncated,
         result.elapsed_ms,
         result.repeatable,
+        result.narrowed,
     )
 
 

@@ -330,7 +330,7 @@ RESOURCE_ATTACKS: tuple[Attack, ...] = (
     ),
     Attack("cte_chain_join", cte_chain(24, join=True), "rejected", MEMORY_BUDGET),
     Attack("doubling_flattening", doubling_flattening(28), "rejected", MEMORY_BUDGET),
-    Attack("wide_rows", wide_rows(), "capped", "1 row shown"),
+    Attack("wide_rows", wide_rows(), "capped", "1 row shown, its values cut short to fit"),
 )
 
 # Answers of the longest length allowed that a backtracking pattern would take seconds to read.

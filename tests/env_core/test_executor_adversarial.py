@@ -298,6 +298,17 @@ def test_one_wide_row_stays_within_the_result_cap(executors) -> None:
     assert shown <= LIMITS.max_result_chars, f"{shown:,} chars returned in one row"
 
 
+def test_a_row_cut_to_fit_says_so_rather_than_that_more_rows_exist(executors) -> None:
+    """Its one row is all there is: a LIMIT would not help, fewer or shorter columns would."""
+    sql = "WITH s(h) AS (SELECT hex(zeroblob(300))) SELECT " + ", ".join(["h"] * 1990) + " FROM s"
+    result = executors[CONCERT].query(sql)
+    note = render.rows_text(result).splitlines()[-1]
+    assert result.truncated and result.narrowed
+    assert note == "(1 row shown, its values cut short to fit: select fewer columns)", note
+    whole = executors[CONCERT].query("SELECT name FROM singer")
+    assert not whole.narrowed and render.rows_text(whole).endswith("rows)")
+
+
 # Twelve columns with names of 481 characters, read 64 times over: 768 names, ~370,000
 # characters, from 6,350 characters of SQL.
 LONG_NAMES = (
