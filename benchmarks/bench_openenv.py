@@ -12,9 +12,11 @@ machine's cores.
    sandbox every time (a repeated one is answered with the result ours kept).
    Two more floors: "replay" is the same no-op answering each call with the observation ours
    sends for it (made once, in process, at start-up): what OpenEnv costs to carry our
-   observations. "sql" is replay that first runs the call's bare SQLite statements on one
-   reused connection, as bench_engine's floor does: what a minimal SQL environment must do,
-   so that ours / sql is what the engine and the door add to running the SQL at all.
+   observations. "sql" is replay that first runs the call's bare SQLite statements (none for
+   an answer) on the database of the question ours would start for the same reset, with one
+   reused connection per database, as bench_engine's floor does: what a minimal SQL
+   environment must do, so that ours / sql is what the engine and the door add to running
+   the SQL at all.
    "floor 2" is a second copy of the no-op: its ratio to the first is how far two identical
    servers differ in the same run, against which to read the others. This client runs on one
    CPU and every server on another (`split_cpus`), and each round calls the servers in a new
@@ -23,13 +25,14 @@ machine's cores.
 2. Sweep: N sessions at once (64, 256, 1024), each connecting, resetting, then (when all have
    reset) making 10 steps, the last an answer. Success rate, p99 step latency, and the
    server's RSS growth per open session, measured while all N sessions hold an episode. Each
-   N runs on both servers in turn `--repeats` times (a fresh server each time): the worst
+   N runs on every server in turn `--repeats` times (a fresh server each time): the worst
    success rate and the median of every other figure are shown, as one run's ratios move by
    a third on a shared machine. "replay" is the no-op answering with our observations, as in
    the latency table (an answer, too): what OpenEnv itself makes of our observations under
-   the same load. "ours again" is the same N sessions run once more on the same server, as
-   the rollouts of one batch of questions are: every statement was asked before, so each is
-   given its kept result and none goes to the sandbox.
+   the same load; "sql" is it running each call's bare statements first, on the tables of
+   the question ours starts for the same seed. "ours again" is the same N sessions run once
+   more on the same server, as the rollouts of one batch of questions are: every statement
+   was asked before, so each is given its kept result and none goes to the sandbox.
 
     python benchmarks/bench_openenv.py --data-dir ../shared/data/spider
 """
@@ -42,6 +45,7 @@ import contextlib
 import os
 import random
 import shutil
+import sqlite3
 import statistics
 import sys
 import time
@@ -58,7 +62,9 @@ from bench_engine import bare_call, bare_connection
 from adapters.openenv.client import SQLEnvClient
 from env_core.asgi import listening_socket
 from env_core.catalog import Catalog
+from env_core.executor import SCHEMAS
 from env_core.parent_watch import stop_with_parent
+from env_core.settings import Settings
 from evals.local_server import LocalServer
 
 QUESTION = "dev_without_wta_1:1"  # concert_singer: names, countries and ages of singers
@@ -107,15 +113,39 @@ def our_observations(catalog: Catalog, split: str) -> dict[str, dict[str, Any]]:
     return observations
 
 
+class BareDatabases:
+    """The sql floor's databases: for a reset, the question ours would start (by its id, or
+    chosen by seed as `SessionManager.choose_question` does), its tables in ours's order, and
+    one connection per database, opened on first use and reused, as ours shares one."""
+
+    def __init__(self, catalog: Catalog, split: str) -> None:
+        self.catalog = catalog
+        self.candidates = catalog.questions(split)
+        self.connections: dict[Path, sqlite3.Connection] = {}
+
+    def start(
+        self, seed: int | None, question_id: str | None
+    ) -> tuple[sqlite3.Connection, list[str]]:
+        if question_id is not None:
+            question = self.catalog.question(question_id)
+        else:
+            question = self.candidates[random.Random(seed).randrange(len(self.candidates))]
+        path = self.catalog.database_path(question.db_id)
+        if path not in self.connections:
+            self.connections[path] = bare_connection(path)
+        tables = SCHEMAS.get(path, immutable=True, timeout_s=Settings.query_timeout_s)
+        return self.connections[path], list(tables)
+
+
 def serve_floor(
     port: int,
     max_sessions: int,
     replayed: dict[str, dict] | None = None,
-    database: Path | None = None,
+    databases: BareDatabases | None = None,
 ) -> None:
     """Serve the no-op environment (run in a subprocess of this script); with `replayed`, it
-    answers each tool with that observation, after running the call's bare statements on
-    `database` if one is given."""
+    answers each tool with that observation, after running the call's bare statements (none
+    for an answer) on the database of the question reset chose if `databases` are given."""
     import uvicorn
     from openenv.core.env_server.http_server import create_app
     from openenv.core.env_server.interfaces import Environment
@@ -125,18 +155,22 @@ def serve_floor(
     from adapters.openenv.models import EpisodeObservation, SQLState
     from adapters.openenv.server import WEBSOCKET_OPTIONS
 
-    connection = bare_connection(database) if database is not None else None
-
     class NoopEnvironment(Environment):
         SUPPORTS_CONCURRENT_SESSIONS = True
         REQUIRES_SINGLE_THREAD_EXECUTOR = True
+        connection = None
 
-        def reset(self, seed=None, episode_id=None, **options: Any) -> EpisodeObservation:
-            return EpisodeObservation(text="noop", episode_id="noop", tables=["t"], budget=15)
+        def reset(
+            self, seed=None, episode_id=None, question_id=None, **options: Any
+        ) -> EpisodeObservation:
+            tables = ["t"]
+            if databases is not None:
+                self.connection, tables = databases.start(seed, question_id)
+            return EpisodeObservation(text="noop", episode_id="noop", tables=tables, budget=15)
 
         def step(self, action, timeout_s=None, **kwargs: Any) -> CallToolObservation:
-            if connection is not None:
-                bare_call(connection, action.tool_name, action.arguments)
+            if self.connection is not None and action.tool_name != "answer":
+                bare_call(self.connection, action.tool_name, action.arguments)
             if replayed is not None:
                 return CallToolObservation(**replayed[action.tool_name])
             structured = {"episode_id": "noop", "tool": action.tool_name, "ok": True}
@@ -151,7 +185,7 @@ def serve_floor(
             )
 
         async def reset_async(self, seed=None, episode_id=None, **options: Any):
-            return self.reset()
+            return self.reset(seed, episode_id, **options)
 
         async def step_async(self, action, timeout_s=None, **kwargs: Any):
             return self.step(action)
@@ -230,7 +264,7 @@ async def measure_latency(urls: dict[str, str], rounds: int) -> dict[str, list[f
         envs = {name: await stack.enter_async_context(client(url)) for name, url in urls.items()}
         for name, env in envs.items():
             if name != "ours":
-                await env.reset()
+                await env.reset(question_id=QUESTION)
         for round_ in range(rounds):
             if round_ % ROUNDS_PER_EPISODE == 0:
                 await envs["ours"].reset(question_id=QUESTION)
@@ -433,13 +467,13 @@ def main() -> None:
     parser.add_argument("--sql", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_floor:
-        replayed = database = None
+        replayed = databases = None
         if args.replay:
             catalog = Catalog.load(Path(args.data_dir), [args.split])
             replayed = our_observations(catalog, args.split)
             if args.sql:
-                database = catalog.database_path(catalog.question(QUESTION).db_id)
-        serve_floor(args.port, args.max_sessions, replayed, database)
+                databases = BareDatabases(catalog, args.split)
+        serve_floor(args.port, args.max_sessions, replayed, databases)
         return
 
     commands = {
@@ -473,6 +507,7 @@ def main() -> None:
         servers = {
             "floor": floor(sessions),
             "replay": replay(args, sessions),
+            "sql": replay(args, sessions, sql=True),
             "ours": ours(args, sessions),
         }
         runs: dict[str, list[SweepResult]] = defaultdict(list)
@@ -488,7 +523,7 @@ def main() -> None:
                 f"{sessions:>6}  {name:<20}{r.success_rate:>9.1%}{r.p50_ms:>9.1f}"
                 f"{r.p99_ms:>9.1f}{r.rss_kib_per_session:>10.0f}{r.steps_per_s:>9.0f}"
             )
-        for floor_name in ("floor", "replay"):
+        for floor_name in ("floor", "replay", "sql"):
             f = results[floor_name]
             for name in ("ours", AGAIN):
                 o = results[name]
