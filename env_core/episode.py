@@ -258,6 +258,8 @@ class Episode:
     ) -> ToolResult:
         """Reward and book a step the episode took; its result."""
         with self._lock:
+            if self.done:
+                return self._ended_meanwhile(tool)
             reward = self.rewards.step(tool, repr(sorted(arguments.items())), ok, table)
             left = self.max_steps - len(self.history) - 1
             if left > 0:
@@ -269,6 +271,14 @@ class Episode:
             result = ToolResult(tool, ok, text, data, round(reward, 6), left <= 0)
             self._book(tool, arguments, result)
         return result
+
+    def _ended_meanwhile(self, tool: str) -> ToolResult:
+        """The result of a call the episode was ended during (`abandon`): refused, and nothing
+        booked, so the total read at the end stays the episode's total."""
+        error = EpisodeFinishedError(
+            f"episode {self.episode_id} {self.ending} while this call ran; start a new episode"
+        )
+        return refusal(tool, error)
 
     def _book(self, tool: str, arguments: dict[str, Any], result: ToolResult) -> None:
         """Keep a step the episode took; the caller holds the lock."""
@@ -284,6 +294,8 @@ class Episode:
         verdict = self.checker.check(self.question.gold, value)
         text = f"{'Correct' if verdict.correct else 'Incorrect'}. The episode is over."
         with self._lock:
+            if self.done:
+                return self._ended_meanwhile("answer")
             self.correct = verdict.correct
             self.done = True
             reward = round(self.rewards.terminal(verdict.correct), 6)

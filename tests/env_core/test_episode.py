@@ -1,7 +1,10 @@
+import threading
 import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from env_core.answers import AnswerChecker
 from env_core.errors import EpisodeFinishedError
 from env_core.oracle import play_oracle
 from env_core.rewards import RewardConfig
@@ -162,3 +165,35 @@ def test_abandoning_books_the_wrong_answer_reward_once(spider_catalog):
     assert episode.abandon() == 0.0
     with pytest.raises(EpisodeFinishedError, match="was abandoned"):
         episode.call("answer", {"value": "6"})
+
+
+class HeldChecker(AnswerChecker):
+    """Checks answers as usual, once the test lets it go on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.checking, self.go_on = threading.Event(), threading.Event()
+
+    def check(self, gold, value):
+        self.checking.set()
+        self.go_on.wait(10)
+        return super().check(gold, value)
+
+
+def test_a_call_the_episode_was_abandoned_during_is_refused_and_books_nothing(spider_catalog):
+    """TRL ends an unanswered episode when it asks for the reward: an answer still being
+    checked then must not add its reward to a total already read."""
+    checker = HeldChecker()
+    manager = SessionManager(spider_catalog, SessionConfig(split=DEV), checker=checker)
+    episode = manager.create(question_id=SINGER_COUNT)
+    with ThreadPoolExecutor(1) as pool:
+        answering = pool.submit(episode.call, "answer", {"value": "6"})
+        assert checker.checking.wait(10)
+        abandoned = episode.abandon()
+        checker.go_on.set()
+        late = answering.result(10)
+    manager.shutdown()
+    assert episode.total_reward == abandoned and episode.correct is None
+    assert episode.history == []
+    assert not late.ok and late.done and late.data["error"] == "episode_finished"
+    assert "was abandoned while this call ran" in late.text
