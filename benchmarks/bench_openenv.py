@@ -114,27 +114,27 @@ def our_observations(catalog: Catalog, split: str) -> dict[str, dict[str, Any]]:
 
 
 class BareDatabases:
-    """The sql floor's databases: for a reset, the question ours would start (by its id, or
-    chosen by seed as `SessionManager.choose_question` does), its tables in ours's order, and
-    one connection per database, opened on first use and reused, as ours shares one."""
+    """The sql floor's databases: for a reset, the question ours would start (chosen by
+    `SessionManager.choose_question` itself), its tables in ours's order, and one connection
+    per database, opened on first use and reused, as ours shares one."""
 
     def __init__(self, catalog: Catalog, split: str) -> None:
+        from env_core.sessions import SessionConfig, SessionManager
+
         self.catalog = catalog
-        self.candidates = catalog.questions(split)
-        self.connections: dict[Path, sqlite3.Connection] = {}
+        # Only for its choice of question: no episode is opened, nor any SQL worker started.
+        self.chooser = SessionManager(catalog, SessionConfig(split=split))
+        self.opened: dict[Path, tuple[sqlite3.Connection, list[str]]] = {}
 
     def start(
         self, seed: int | None, question_id: str | None
     ) -> tuple[sqlite3.Connection, list[str]]:
-        if question_id is not None:
-            question = self.catalog.question(question_id)
-        else:
-            question = self.candidates[random.Random(seed).randrange(len(self.candidates))]
+        question = self.chooser.choose_question(seed=seed, question_id=question_id)
         path = self.catalog.database_path(question.db_id)
-        if path not in self.connections:
-            self.connections[path] = bare_connection(path)
-        tables = SCHEMAS.get(path, immutable=True, timeout_s=Settings.query_timeout_s)
-        return self.connections[path], list(tables)
+        if path not in self.opened:
+            tables = SCHEMAS.get(path, immutable=True, timeout_s=Settings.query_timeout_s)
+            self.opened[path] = bare_connection(path), list(tables)
+        return self.opened[path]
 
 
 def serve_floor(

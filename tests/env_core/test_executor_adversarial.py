@@ -288,10 +288,14 @@ def test_the_costliest_row_within_the_limits_is_stopped(sql: str, database_dir: 
     assert elapsed < SHORT_TIMEOUT_S + 2.0, f"took {elapsed:.2f} s"
 
 
+# One row of 1,990 texts of 600 characters: ~1.2 million characters.
+ONE_WIDE_ROW = (
+    "WITH s(h) AS (SELECT hex(zeroblob(300))) SELECT " + ", ".join(["h"] * 1990) + " FROM s"
+)
+
+
 def test_one_wide_row_stays_within_the_result_cap(executors) -> None:
-    executor = executors[CONCERT]
-    sql = "WITH s(h) AS (SELECT hex(zeroblob(300))) SELECT " + ", ".join(["h"] * 1990) + " FROM s"
-    outcome, _ = run(executor, sql)
+    outcome, _ = run(executors[CONCERT], ONE_WIDE_ROW)
     if isinstance(outcome, ToolError):
         return
     shown = sum(len(cell) for row in outcome.rows for cell in row)
@@ -300,8 +304,7 @@ def test_one_wide_row_stays_within_the_result_cap(executors) -> None:
 
 def test_a_row_cut_to_fit_says_so_rather_than_that_more_rows_exist(executors) -> None:
     """Its one row is all there is: a LIMIT would not help, fewer or shorter columns would."""
-    sql = "WITH s(h) AS (SELECT hex(zeroblob(300))) SELECT " + ", ".join(["h"] * 1990) + " FROM s"
-    result = executors[CONCERT].query(sql)
+    result = executors[CONCERT].query(ONE_WIDE_ROW)
     note = render.rows_text(result).splitlines()[-1]
     assert result.truncated and result.narrowed
     assert note == "(1 row shown, its values cut short to fit: select fewer columns)", note
