@@ -53,6 +53,10 @@ STARTUP_S = 30.0
 # After a worker failed to start, how long calls wait for the workers left rather than try to
 # start another (the process may be at its limit of processes: each try fails and logs).
 START_RETRY_S = 1.0
+NO_WORKER_STARTS = (
+    "no SQL worker process could be started (see the server's log): queries that need one are "
+    "refused until one can"
+)
 # Databases a worker keeps open (~0.1 MiB each on a small file): under many sessions its calls
 # span many databases, and reopening one costs more than the query. A connection whose cache
 # grows past the worker's retiring growth retires it like any other memory.
@@ -281,6 +285,7 @@ class Sandbox:
         self._processes = 0  # running or starting
         self._starting = 0
         self._retry_at = 0.0  # no worker starts for a call before then (see START_RETRY_S)
+        self._failing = False  # the last worker to start did not
         self._waiting = _Line()
         self._closed = False
 
@@ -312,6 +317,30 @@ class Sandbox:
             self._processes += missing
         for _ in range(missing):
             self._replace(None)
+
+    def unavailable(self) -> str | None:
+        """Why SQL that only a worker may run is refused now, or None: no worker is running
+        and the last one to start failed (a limit of processes or open files, no memory).
+
+        For a health check: idle workers that have ended are replaced, and once
+        `START_RETRY_S` has passed since a start failed the missing workers are started
+        again, so a server that health checks took out of service comes back by itself."""
+        idle: list[Worker] = []
+        ended: list[Worker] = []
+        with self._lock:
+            for worker in self._idle:
+                (idle if worker.alive else ended).append(worker)
+            self._idle = idle
+            running = self._processes - self._starting - len(ended)
+            failing = self._failing and not running
+            retry = failing and time.monotonic() >= self._retry_at
+        for worker in ended:
+            self._retire(worker)
+        if self._closed:
+            return "the server is shutting down"
+        if retry:
+            self.warm()
+        return NO_WORKER_STARTS if failing else None
 
     def close(self) -> None:
         with self._lock:
@@ -380,6 +409,7 @@ class Sandbox:
             return
         with self._lock:
             self._starting -= 1
+            self._failing = False
         self._hand_on(worker)
 
     def _not_started(self, error: BaseException) -> None:
@@ -391,6 +421,7 @@ class Sandbox:
             self._starting -= 1
             self._processes -= 1
             self._retry_at = time.monotonic() + START_RETRY_S
+            self._failing = True
             waiting = [] if self._processes else self._waiting.clear()
         for waiter in waiting:
             waiter.deliver(ServerBusyError.without_workers())

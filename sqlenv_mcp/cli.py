@@ -125,7 +125,14 @@ def build_server(args: argparse.Namespace) -> Served:
         assessment = Assessment(manager, seats)
         assigned = tuple(assessment.assign(question_id) for question_id in args.assess)
         seat_of = routed_seat(seats) if args.transport == "http" else lambda _ctx: assigned[0]
-        server = build_assessment_server(seats, manager.tools, seat_of, http, args.output_schemas)
+        server = build_assessment_server(
+            seats,
+            manager.tools,
+            seat_of,
+            http,
+            args.output_schemas,
+            unavailable=manager.sandbox.unavailable,
+        )
         return Served(server, seats=seats, assigned=assigned)
     connections = Connections(manager)
     server = build_episode_server(manager, http, args.output_schemas, connections)

@@ -40,8 +40,18 @@ class HttpSettings:
     allowed_hosts: tuple[str, ...] = ()
 
 
+# What keeps a server from serving (its SQL workers cannot start, say), or None.
+Unavailable = Callable[[], str | None]
+# Set by `BearerAuth` on a health check without the token: it is told the status alone.
+STATUS_ONLY = "sqlenv.status_only"
+
+
 def _new_server(
-    instructions: str, http: HttpSettings, health: Callable[[], dict], lifespan=None
+    instructions: str,
+    http: HttpSettings,
+    health: Callable[[], dict],
+    unavailable: Unavailable,
+    lifespan=None,
 ) -> AgentToolServer:
     # DNS-rebinding protection stays on whatever the bind address: FastMCP would switch it off
     # for 0.0.0.0, so the allowlist is passed explicitly (extended by --allowed-host).
@@ -71,11 +81,19 @@ def _new_server(
     host_check = TransportSecurityMiddleware(security)
 
     # Custom routes bypass the SDK's checks: the Host check is made here; the token, if any,
-    # by `BearerAuth`, which answers a bare liveness check to a request without it.
+    # by `BearerAuth`, which lets a request without it see the status alone.
     @server.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> JSONResponse:
         refused = await host_check.validate_request(request)
-        return refused or JSONResponse({"status": "ok", **health()})
+        if refused:
+            return refused
+        reason = unavailable()
+        status = {"status": "ok"} if reason is None else {"status": "unavailable"}
+        if request.scope.get(STATUS_ONLY):
+            details = {}
+        else:
+            details = {**health(), **({} if reason is None else {"detail": reason})}
+        return JSONResponse({**status, **details}, status_code=200 if reason is None else 503)
 
     return server
 
@@ -91,6 +109,7 @@ def build_episode_server(
         episodes.INSTRUCTIONS,
         http or HttpSettings(),
         lambda: {"episodes": asdict(manager.stats())},
+        manager.sandbox.unavailable,
         connections.lifespan(),
     )
     episodes.register_episode_tools(server, connections, output_schemas)
@@ -126,11 +145,15 @@ def build_assessment_server(
     seat_of: assessments.SeatOf,
     http: HttpSettings | None = None,
     output_schemas: bool = True,
+    unavailable: Unavailable = lambda: None,
 ) -> FastMCP:
     """Assessment mode: `tools` (their descriptions under the served limits) on each seat's
-    episode, found by `seat_of`."""
+    episode, found by `seat_of`; `unavailable`: its sessions' (`Sandbox.unavailable`)."""
     server = _new_server(
-        assessments.INSTRUCTIONS, http or HttpSettings(), lambda: {"seats": len(seats)}
+        assessments.INSTRUCTIONS,
+        http or HttpSettings(),
+        lambda: {"seats": len(seats)},
+        unavailable,
     )
     assessments.register_assessment_tools(server, tools, seat_of, output_schemas)
     return server
@@ -142,7 +165,10 @@ def build_explorer_server(
     output_schemas: bool = True,
 ) -> FastMCP:
     server = _new_server(
-        explorer.INSTRUCTIONS, http or HttpSettings(), lambda: {"databases": list(databases.paths)}
+        explorer.INSTRUCTIONS,
+        http or HttpSettings(),
+        lambda: {"databases": list(databases.paths)},
+        databases.sandbox.unavailable,
     )
     explorer.register_explorer_tools(server, databases, output_schemas)
 
@@ -167,8 +193,8 @@ def build_explorer_server(
 
 
 class BearerAuth:
-    """Require `Authorization: Bearer <token>` on every path. /healthz without it answers a
-    bare liveness check (for load balancers and container health checks), nothing more."""
+    """Require `Authorization: Bearer <token>` on every path. /healthz without it answers
+    the status alone (for load balancers and container health checks), nothing more."""
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
@@ -178,14 +204,13 @@ class BearerAuth:
         if scope["type"] == "http":
             given = dict(scope["headers"]).get(b"authorization", b"")
             if not hmac.compare_digest(given, self.expected):
-                response = (
-                    JSONResponse({"status": "ok"})
-                    if scope["path"] == "/healthz"
-                    else PlainTextResponse(
-                        "missing or wrong bearer token",
-                        status_code=401,
-                        headers={"WWW-Authenticate": "Bearer"},
-                    )
+                if scope["path"] == "/healthz":
+                    await self.app({**scope, STATUS_ONLY: True}, receive, send)
+                    return
+                response = PlainTextResponse(
+                    "missing or wrong bearer token",
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
                 )
                 await response(scope, receive, send)
                 return

@@ -33,15 +33,18 @@ def mcp_reply(body: str) -> dict:
 
 
 @asynccontextmanager
-async def episode(door: str, url: str, db: str) -> AsyncIterator[Call]:
-    """An episode on `db` through the door ("mcp" or "openenv"); yields
-    call(tool, arguments) -> the text shown."""
+async def episode(door: str, url: str, db: str, token: str | None = None) -> AsyncIterator[Call]:
+    """An episode on `db` through the door ("mcp" or "openenv"; `token`: the MCP server's
+    bearer token); yields call(tool, arguments) -> the text shown."""
     if door == "mcp":
+        import httpx
         from mcp import ClientSession
         from mcp.client.streamable_http import streamable_http_client
 
+        headers = {"Authorization": f"Bearer {token}"} if token else None
         async with (
-            streamable_http_client(f"{url}/mcp") as (read, write, _),
+            httpx.AsyncClient(headers=headers, timeout=30) as http,
+            streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
             ClientSession(read, write) as session,
         ):
             await session.initialize()

@@ -16,6 +16,7 @@ import functools
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -26,7 +27,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
-from openenv.core.env_server.types import ConcurrencyConfig
+from openenv.core.env_server.types import ConcurrencyConfig, HealthResponse, HealthStatus
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from adapters.openenv.echoes import brief_detail, brief_errors
@@ -79,6 +80,7 @@ def build_app(settings: Settings) -> FastAPI:
         reset_observation_cls=EpisodeObservation,
     )
     document_websocket(app)
+    serve_health(app, manager.sandbox.unavailable)
 
     if not web_enabled():
 
@@ -120,6 +122,28 @@ def build_app(settings: Settings) -> FastAPI:
     )
     app.router.on_shutdown.append(manager.shutdown)
     return app
+
+
+def serve_health(app: FastAPI, unavailable: Callable[[], str | None]) -> None:
+    """OpenEnv's `/health`, which is always healthy, replaced by one that is not while the
+    server cannot serve (its SQL workers cannot start, say; see `Sandbox.unavailable`), so that
+    a load balancer or an orchestrator takes it out of service until it can."""
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != "/health"]
+
+    @app.get(
+        "/health",
+        response_model=HealthResponse,
+        tags=["Health"],
+        summary="Health check",
+        description="Healthy (200), or unhealthy (503) while the server cannot serve, and why.",
+        responses={503: {"description": "The server cannot serve now; `detail` says why."}},
+    )
+    def health() -> Response:
+        reason = unavailable()
+        if reason is None:
+            return JSONResponse({"status": HealthStatus.HEALTHY.value})
+        body = {"status": HealthStatus.UNHEALTHY.value, "detail": reason}
+        return JSONResponse(body, status_code=503)
 
 
 def web_enabled() -> bool:
