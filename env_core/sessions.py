@@ -276,8 +276,9 @@ class SessionManager:
         except EpisodeError as error:
             return refusal(tool, error)
         episode.last_active = self._clock()
-        with self._lock:
-            self._counts["steps"] += 1
+        if not result.refused:  # else an abandon() overtook it (see `Episode.work`)
+            with self._lock:
+                self._counts["steps"] += 1
         return result
 
     def close(self, episode_id: str, owner: str | None = None) -> bool:

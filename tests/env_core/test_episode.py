@@ -182,18 +182,19 @@ class HeldChecker(AnswerChecker):
 
 def test_a_call_the_episode_was_abandoned_during_is_refused_and_books_nothing(spider_catalog):
     """TRL ends an unanswered episode when it asks for the reward: an answer still being
-    checked then must not add its reward to a total already read."""
+    checked then must not add its reward to a total already read, nor count as a step."""
     checker = HeldChecker()
     manager = SessionManager(spider_catalog, SessionConfig(split=DEV), checker=checker)
     episode = manager.create(question_id=SINGER_COUNT)
     with ThreadPoolExecutor(1) as pool:
-        answering = pool.submit(episode.call, "answer", {"value": "6"})
+        answering = pool.submit(manager.step, episode.episode_id, "answer", {"value": "6"})
         assert checker.checking.wait(10)
         abandoned = episode.abandon()
         checker.go_on.set()
         late = answering.result(10)
+    steps = manager.stats().steps
     manager.shutdown()
     assert episode.total_reward == abandoned and episode.correct is None
-    assert episode.history == []
+    assert episode.history == [] and steps == 0
     assert not late.ok and late.done and late.data["error"] == "episode_finished"
     assert "was abandoned while this call ran" in late.text
