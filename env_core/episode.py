@@ -21,6 +21,7 @@ from env_core.errors import (
     SQLEnvError,
     ToolError,
     UnknownToolError,
+    encodable,
     ends_episode,
     error_data,
     error_kinds,
@@ -37,11 +38,13 @@ if TYPE_CHECKING:
     from env_core.rewards import RewardConfig
 
 MAX_ANSWER_CHARS = 20_000
-# A refused call names its tool as sent, cut short: it may be any text.
+# A refused call names its tool as sent, cut short and escaped: it may be any text.
 MAX_REFUSED_NAME_CHARS = 64
 # A failed call's arguments are kept (in its step and the repeat check) cut to this size: a
 # client may send megabytes that the call refuses, and the episode would hold them to its end.
 MAX_KEPT_ARGUMENT_CHARS = 1_000
+# A call may carry any number of arguments its tool does not take.
+MAX_KEPT_ARGUMENTS = 8
 _KEPT_REPR = reprlib.Repr()  # nested values: a bounded text, however deep or large
 _KEPT_REPR.maxstring = _KEPT_REPR.maxother = MAX_KEPT_ARGUMENT_CHARS // 10
 REFUSAL_KINDS = frozenset(error_kinds(EpisodeError))
@@ -81,7 +84,7 @@ def refusal(tool: str, error: SQLEnvError) -> ToolResult:
     tool, another call running): no step spent, no reward, and done when the episode can take
     no more calls. Every door answers such a call with it."""
     return ToolResult(
-        shortened(tool, MAX_REFUSED_NAME_CHARS),
+        encodable(shortened(tool, MAX_REFUSED_NAME_CHARS)),
         False,
         render.error_text(error),
         error_data(error),
@@ -305,20 +308,27 @@ class Episode:
 
 
 def kept_arguments(arguments: Mapping[Any, Any]) -> dict[Any, Any]:
-    """A failed call's arguments as its episode keeps them: text over
-    `MAX_KEPT_ARGUMENT_CHARS` cut short with its length and a digest (different texts stay
-    different calls for the repeat check), other values that are not numbers described in a
+    """A failed call's arguments as its episode keeps them: the first
+    `MAX_KEPT_ARGUMENTS`, and the rest as one entry saying how many with a digest; text over
+    `MAX_KEPT_ARGUMENT_CHARS` cut short with its length and a digest (different calls stay
+    different for the repeat check); other values that are not numbers described in a
     bounded text."""
-    return {_kept(name): _kept(value) for name, value in arguments.items()}
+    items = list(arguments.items())
+    kept = {_kept(name): _kept(value) for name, value in items[:MAX_KEPT_ARGUMENTS]}
+    if rest := items[MAX_KEPT_ARGUMENTS:]:
+        kept["..."] = f"{len(rest):,} more arguments ({_digest(repr(rest))})"
+    return kept
 
 
 def _kept(value: Any) -> Any:
     if isinstance(value, str):
         if len(value) <= MAX_KEPT_ARGUMENT_CHARS:
             return value
-        raw = value.encode(errors="surrogatepass")
-        digest = hashlib.blake2b(raw, digest_size=8).hexdigest()
-        return f"{value[:MAX_KEPT_ARGUMENT_CHARS]}... ({len(value)} characters, {digest})"
+        return f"{value[:MAX_KEPT_ARGUMENT_CHARS]}... ({len(value)} characters, {_digest(value)})"
     if value is None or isinstance(value, bool | int | float):
         return value
     return _KEPT_REPR.repr(value)
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(errors="surrogatepass"), digest_size=8).hexdigest()

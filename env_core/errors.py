@@ -3,8 +3,9 @@
 `str(error)` is always a complete sentence an agent or a person can act on.
 """
 
+import heapq
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 
 class SQLEnvError(Exception):
@@ -158,9 +159,26 @@ def ends_episode(error: SQLEnvError) -> bool:
     return isinstance(error, UnknownEpisodeError | EpisodeFinishedError)
 
 
+MAX_LISTED = 5
+
+
+def listed(names: Collection[str]) -> str:
+    """Names as an error message lists them: the first few in order, each `shown`, and how
+    many more (a client may send any number of them)."""
+    first = ", ".join(map(shown, heapq.nsmallest(MAX_LISTED, names)))
+    more = len(names) - MAX_LISTED
+    return first if more <= 0 else f"{first} and {more:,} more"
+
+
 def shown(value: object, limit: int = 40) -> str:
     """A value as an error message echoes it: quoted, and cut short when long."""
     return shortened(repr(value), limit)
+
+
+def encodable(text: str) -> str:
+    """The text with any lone surrogate (which JSON can carry but UTF-8 cannot) written as an
+    escape, such as \\ud800."""
+    return text.encode("utf-8", "backslashreplace").decode()
 
 
 def shortened(text: str, limit: int) -> str:

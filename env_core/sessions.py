@@ -28,7 +28,7 @@ from env_core.executor import ExecutorLimits, ReadOnlyExecutor
 from env_core.rewards import PROFILES, RewardConfig
 from env_core.sandbox import Sandbox, Work, finish
 from env_core.settings import Settings
-from env_core.tools import ToolSpec, tools_for
+from env_core.tools import ToolSpec, check_text, tools_for
 
 log = logging.getLogger(__name__)
 
@@ -362,3 +362,5 @@ def _check_selectors(seed: object, texts: dict[str, object]) -> None:
                 f"{name} must be a short string (at most {MAX_SELECTOR_CHARS} characters), "
                 f"not {shown(value)}"
             )
+        if value is not None:
+            check_text(name, value)

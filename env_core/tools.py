@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from env_core.errors import InvalidArgumentError, shown
+from env_core.errors import InvalidArgumentError, listed
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def check_names(tool: str, arguments: Mapping[str, Any], names: Collection[str])
     """Raise `InvalidArgumentError` if an argument is not one of the tool's parameters."""
     if unknown := arguments.keys() - names:
         raise InvalidArgumentError(
-            f"{tool} does not take {', '.join(map(shown, sorted(map(str, unknown))))}; "
+            f"{tool} does not take {listed([str(name) for name in unknown])}; "
             f"it takes: {', '.join(names) or 'nothing'}"
         )
 

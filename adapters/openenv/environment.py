@@ -32,7 +32,7 @@ from adapters.openenv.models import (
 from adapters.openenv.web import observation_html
 from env_core import contract
 from env_core.episode import Episode, ToolResult, refusal
-from env_core.errors import SQLEnvError, UnknownEpisodeError, error_data, shown
+from env_core.errors import SQLEnvError, UnknownEpisodeError, error_data, listed
 from env_core.sandbox import Work, finish, finish_async
 from env_core.sessions import SessionManager, running
 
@@ -73,8 +73,7 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
         if unknown:
             return _reset_error(
                 "invalid_argument",
-                f"reset does not take {shown(', '.join(sorted(unknown)))}; "
-                f"it takes: {', '.join(RESET_OPTIONS)}",
+                f"reset does not take {listed(unknown)}; it takes: {', '.join(RESET_OPTIONS)}",
             )
         try:
             self._episode = self._manager.create(

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from starlette.websockets import WebSocketDisconnect, WebSocketDisconnected
 from adapters.openenv.echoes import briefing_frames, briefing_json_rpc
 from env_core import asgi
 from env_core.asgi import App, Message, Receive, Scope, Send
+from env_core.errors import encodable
 
 GUARDED_SOCKETS = ("/ws", "/mcp")
 # Our messages nest a few levels deep. json.loads gives up (RecursionError) near 1,000 levels,
@@ -46,6 +48,12 @@ NOT_A_MESSAGE = (
 TOO_DEEP = f"a message may nest arrays and objects at most {MAX_NESTING} deep"
 TOO_DEEP_TO_READ = "the request nests arrays and objects too deep to be read"
 ID_TOO_LONG = f"a request id may be at most {MAX_ID_CHARS} characters long"
+ID_NOT_TEXT = "a request id must be valid Unicode text (it holds a lone surrogate)"
+SESSION_ID_NOT_TEXT = "params.session_id must be a string"
+# Python reads no integer longer than this (`sys.get_int_max_str_digits`); OpenEnv would end
+# the session on one.
+MAX_DIGITS = sys.get_int_max_str_digits()
+NUMBER_TOO_LONG = f"a number may have at most {MAX_DIGITS} digits"
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
 # The remote address of the connection a request or WebSocket came on (see `asgi.client_of`).
@@ -149,8 +157,9 @@ class RequestGuard:
         if not isinstance(request, dict):
             await self.app(scope, receive, send)  # OpenEnv answers with its parse error
             return
-        if _id_too_long(request):
-            await asgi.respond_json(send, 200, _rpc_error(None, INVALID_REQUEST, ID_TOO_LONG))
+        problem = _request_problem(request)
+        if problem is not None:
+            await asgi.respond_json(send, 200, _rpc_error(None, INVALID_REQUEST, problem))
             return
         method, params = request.get("method"), request.get("params")
         session_id = params.get("session_id") if isinstance(params, dict) else None
@@ -282,24 +291,29 @@ def _frame_refusal(text: str | None, path: str) -> str | None:
         message = json.loads(text) if text is not None else None
     except RecursionError:
         return _error_frame(TOO_DEEP, "INVALID_JSON")
-    except ValueError:
+    except ValueError as error:
+        if "integer string conversion" in str(error):  # Python's own limit, not JSON's
+            return _error_frame(NUMBER_TOO_LONG, "INVALID_JSON")
         message = None
     if not isinstance(message, dict):
         return _error_frame(NOT_A_MESSAGE, "INVALID_JSON")
     if _nested_deeper_than(message, text, MAX_NESTING):
         return _error_frame(TOO_DEEP, "INVALID_JSON")
     request = _json_rpc_request(message, path)
-    if isinstance(request, dict) and _id_too_long(request):
-        refusal = _rpc_error(None, INVALID_REQUEST, ID_TOO_LONG)
+    problem = _request_problem(request) if isinstance(request, dict) else None
+    if problem is not None:
+        refusal = _rpc_error(None, INVALID_REQUEST, problem)
         return json.dumps(refusal if request is message else {"type": "mcp", "data": refusal})
     return None
 
 
 def _plainly_a_message(text: str) -> bool:
-    """The usual frame, told without reading it (OpenEnv reads it next): an object with too
-    few brackets to nest too deep and no id to check (nor an escape that could spell one)."""
+    """The usual frame, told without reading it (OpenEnv reads it next): an object too short
+    to hold a number Python cannot read, with too few brackets to nest too deep and no id to
+    check (nor an escape that could spell one)."""
     return (
-        text.lstrip()[:1] == "{"
+        len(text) <= MAX_DIGITS
+        and text.lstrip()[:1] == "{"
         and _too_few_brackets(text, MAX_NESTING)
         and '"id"' not in text
         and "\\u" not in text
@@ -334,10 +348,19 @@ def _too_few_brackets(text: str, depth: int) -> bool:
     return text.count("[") + text.count("{") <= depth
 
 
-def _id_too_long(request: dict[str, Any]) -> bool:
-    """A JSON-RPC response repeats the request's id, so a long one is refused."""
+def _request_problem(request: dict[str, Any]) -> str | None:
+    """Why OpenEnv must not be given a JSON-RPC request, or None. Its response repeats the
+    id, so a long one, or one JSON cannot send back, is refused; a session id must be a
+    string for OpenEnv to look it up."""
     request_id = request.get("id")
-    return isinstance(request_id, str) and len(request_id) > MAX_ID_CHARS
+    if isinstance(request_id, str) and len(request_id) > MAX_ID_CHARS:
+        return ID_TOO_LONG
+    if isinstance(request_id, str) and encodable(request_id) != request_id:
+        return ID_NOT_TEXT
+    params = request.get("params")
+    if isinstance(params, dict) and not isinstance(params.get("session_id", ""), str | None):
+        return SESSION_ID_NOT_TEXT
+    return None
 
 
 def _rpc_error(request_id: object, code: int, message: str) -> dict[str, Any]:

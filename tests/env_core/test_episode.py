@@ -5,6 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from env_core.answers import AnswerChecker
+from env_core.episode import MAX_KEPT_ARGUMENTS
 from env_core.errors import EpisodeFinishedError
 from env_core.oracle import play_oracle
 from env_core.rewards import RewardConfig
@@ -112,6 +113,35 @@ def test_an_episode_holds_only_an_excerpt_of_the_arguments_it_refused(spider_cat
         tracemalloc.stop()
         manager.shutdown()
     assert held < 200_000, held
+
+
+def test_an_episode_holds_and_names_only_a_few_of_the_arguments_a_tool_does_not_take(
+    spider_catalog,
+):
+    """A client may send any number of names (380,000 fit in one MCP request): the error
+    lists a few, and the episode keeps a few and a digest of the rest."""
+    manager = SessionManager(spider_catalog, SessionConfig(split=DEV, max_steps=15))
+    episode = manager.create(question_id=SINGER_COUNT)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        results = []
+        for n in range(10):
+            names = {f"x{k}": n for k in range(100_000)}
+            results.append(episode.call("describe", {"table": "singer", **names}))
+            del names
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+        manager.shutdown()
+    assert held < 200_000, held
+    listed = "'x0', 'x1', 'x10', 'x100', 'x1000' and 99,995 more; it takes: table"
+    assert results[0].text.startswith(f"Error: describe does not take {listed}\n")
+    assert len(results[0].text) < 200
+    kept = [step.arguments for step in episode.history]
+    assert [len(arguments) for arguments in kept] == [MAX_KEPT_ARGUMENTS + 1] * 10
+    assert kept[0]["..."].startswith("99,993 more arguments (")
+    assert len({arguments["..."] for arguments in kept}) == 10  # different calls, no repeats
 
 
 def test_arguments_nested_deeper_than_python_reads_are_a_mistake_like_any_other(episode):

@@ -149,3 +149,67 @@ async def test_clients_that_drop_their_socket_mid_call_leave_no_error_in_the_log
             server_log.removeHandler(handler)
     assert [record.getMessage() for record in errors] == []
     assert started["data"]["observation"]["text"].startswith("Question: ")
+
+
+async def test_a_frame_holding_a_number_too_long_to_read_is_an_error_and_the_episode_goes_on(
+    spider_server,
+):
+    """OpenEnv ended the session (and its episode) on a number Python will not read."""
+    arguments = '{"table":"t","n":' + "9" * 4_301 + "}"
+    step = '{"type":"step","data":{"type":"call_tool","tool_name":"sample","arguments":%s}}'
+    async with websockets.connect(socket_url(spider_server, "/ws")) as socket:
+        await ask(socket, {"type": "reset", "data": {"seed": 1}})
+        refused = json.loads(await ask(socket, step.replace("%s", arguments)))
+        queried = json.loads(await ask(socket, {"type": "step", "data": QUERY}))
+    assert refused == {
+        "type": "error",
+        "data": {"message": "a number may have at most 4300 digits", "code": "INVALID_JSON"},
+    }
+    assert queried["data"]["observation"]["result"]["structured_content"]["ok"]
+
+
+async def test_a_reset_naming_its_episode_in_text_json_cannot_send_back_changes_nothing(
+    spider_server,
+):
+    """A lone surrogate (\\ud800) reads as JSON but cannot be written as UTF-8: the episode it
+    named started, replaced the running one and spent steps whose results never came back."""
+    async with websockets.connect(socket_url(spider_server, "/ws")) as socket:
+        started = json.loads(await ask(socket, {"type": "reset", "data": {"seed": 1}}))
+        refused = json.loads(
+            await ask(socket, {"type": "reset", "data": {"episode_id": "e\ud800"}})
+        )
+        queried = json.loads(await ask(socket, {"type": "step", "data": QUERY}))
+    message = "episode_id is not valid Unicode text (it holds a lone surrogate)"
+    assert refused["data"]["observation"]["error"] == {
+        "error": "invalid_argument",
+        "message": message,
+    }
+    episode_id = started["data"]["observation"]["episode_id"]
+    assert (
+        queried["data"]["observation"]["result"]["structured_content"]["episode_id"] == episode_id
+    )
+
+
+def test_http_requests_carrying_what_json_cannot_send_back_get_errors_not_500s(spider_server):
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    requests = [
+        ("/step", {"action": {"type": "call_tool", "tool_name": "\ud800"}}),
+        ("/mcp", {**rpc, "method": "tools/call", "params": {"name": "\ud800"}}),
+        ("/mcp", {**rpc, "id": "\ud800"}),
+        ("/mcp", {**rpc, "params": {"session_id": ["s"]}}),
+    ]
+    headers = {"content-type": "application/json"}
+    with httpx.Client(base_url=spider_server, headers=headers) as http:
+        step, call, rpc_id, listed = [
+            http.post(path, content=json.dumps(body)) for path, body in requests
+        ]
+    assert step.status_code == 200 and step.json()["observation"]["tool_name"] == "\\ud800"
+    assert call.status_code == 200 and call.json()["result"]["tool_name"] == "\\ud800"
+    assert rpc_id.json()["error"] == {
+        "code": -32600,
+        "message": "a request id must be valid Unicode text (it holds a lone surrogate)",
+    }
+    assert listed.json()["error"] == {
+        "code": -32600,
+        "message": "params.session_id must be a string",
+    }
