@@ -25,7 +25,13 @@ from sqlenv_mcp.agent_tools import AgentToolServer
 from sqlenv_mcp.guard import ConnectionGuard
 
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
-LOCAL_ORIGINS = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+
+
+def with_default_ports(hosts: list[str]) -> list[str]:
+    """The Host patterns, and for each of any port ("name:*") the name alone too: a client
+    leaves the port out of the Host header when it is the scheme's default (80, or 443 behind
+    a TLS proxy), and the SDK's pattern matches only a name followed by a port."""
+    return [*hosts, *(host.removesuffix(":*") for host in hosts if host.endswith(":*"))]
 
 
 # Connections of all clients together; one client's are capped by the settings.
@@ -55,10 +61,14 @@ def _new_server(
 ) -> AgentToolServer:
     # DNS-rebinding protection stays on whatever the bind address: FastMCP would switch it off
     # for 0.0.0.0, so the allowlist is passed explicitly (extended by --allowed-host).
+    hosts = with_default_ports([*LOCAL_HOSTS, *http.allowed_hosts])
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[*LOCAL_HOSTS, *http.allowed_hosts],
-        allowed_origins=[*LOCAL_ORIGINS, *(f"http://{h}" for h in http.allowed_hosts)],
+        allowed_hosts=hosts,
+        allowed_origins=[
+            *(f"http://{host}" for host in hosts),
+            *(f"https://{host}" for host in hosts),
+        ],
     )
     server = AgentToolServer(
         "sqlenv",

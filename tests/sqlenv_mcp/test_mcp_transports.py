@@ -128,6 +128,19 @@ def test_http_guards_hosts_origins_and_tokens(http_server):
     assert httpx.get(f"{server.url}/healthz").status_code == 200
 
 
+def test_a_host_named_without_its_port_is_accepted_as_with_it(http_server):
+    """A client leaves the default port out of the Host header: behind a TLS proxy on 443,
+    or a server on port 80."""
+    server = http_server("--allowed-host", "sql.example.org:*")
+    url, body = f"{server.url}/mcp", MCP_INITIALIZE
+    for host in ("sql.example.org", "sql.example.org:443", "localhost", "127.0.0.1"):
+        origin = f"https://{host}"
+        headers = {**MCP_HEADERS, "Host": host, "Origin": origin}
+        assert httpx.post(url, json=body, headers=headers).status_code == 200, host
+    for host in ("sql.example.org.evil", "evil.example", "example.org"):
+        assert httpx.post(url, json=body, headers={**MCP_HEADERS, "Host": host}).status_code == 421
+
+
 def test_bad_start_up_is_a_clear_error(tmp_path):
     import subprocess
 
