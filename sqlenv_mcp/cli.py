@@ -160,6 +160,8 @@ def serve(served: Served, args: argparse.Namespace) -> None:
         return
     import uvicorn
 
+    from env_core.http_protocol import TimedRequests
+
     stop_with_parent()
     http = http_settings(args)
     host, port = http.settings.host, http.settings.port
@@ -171,7 +173,8 @@ def serve(served: Served, args: argparse.Namespace) -> None:
     for seat in served.assigned:
         address = f"{base}/assess/{seat.token}/mcp"
         print(f"sqlenv-mcp: assessing {seat.question_id} at {address}", file=sys.stderr, flush=True)
-    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
+    config = uvicorn.Config(app, log_level="warning", http=TimedRequests)
+    uvicorn.Server(config).run(sockets=[listener])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,13 +24,16 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from process_memory import PeakRSS
 from served_episodes import MCP_HEADERS, MCP_INITIALIZE, mcp_reply
+from websockets.sync.client import connect as connect_websocket
 
+from env_core.http_protocol import REQUEST_S
 from env_core.settings import Settings
 from evals.local_server import LocalServer
 
 pytestmark = pytest.mark.anyio
 CAP = 3
 IDLE_S = 1.0
+QUERY_STEP = {"type": "call_tool", "tool_name": "query", "arguments": {"sql": "SELECT 1"}}
 FAIR_USE = ["--max-connections-per-client", str(CAP), "--idle-connection-timeout", str(IDLE_S)]
 
 
@@ -341,3 +344,48 @@ def _running(pid: int) -> bool:
             return stat.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def read_until_closed(connection: socket.socket) -> bytes:
+    connection.settimeout(REQUEST_S + 10)
+    chunks = []
+    while chunk := connection.recv(65_536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize("door", ["mcp", "openenv"])
+def test_a_request_that_does_not_arrive_whole_is_answered_408_and_its_socket_closed(door, request):
+    """uvicorn waited for a request for as long as its client took: one that sent part of a
+    request and stopped held its socket, a file descriptor, for good (1,010 such sockets left
+    the server unable to accept another). A WebSocket is not timed once open."""
+    server = request.getfixturevalue(f"{door}_server")
+    head = b"POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\n" % (b"/mcp" if door == "mcp" else b"/step")
+    parts = [b"", head, head + b'content-length: 100\r\n\r\n{"a"']  # nothing, a head, a body
+    with contextlib.ExitStack() as stack:
+        websocket = None
+        if door == "openenv":
+            url = f"{server.url.replace('http', 'ws')}/ws"
+            websocket = stack.enter_context(connect_websocket(url))
+            websocket.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+            websocket.recv()
+        started = time.monotonic()
+        connections = [
+            stack.enter_context(socket.create_connection(("127.0.0.1", server.port))) for _ in parts
+        ]
+        for connection, part in zip(connections, parts, strict=True):
+            connection.sendall(part)
+        replies = [read_until_closed(connection) for connection in connections]
+        waited = time.monotonic() - started
+        if websocket is not None:
+            websocket.send(json.dumps({"type": "step", "data": QUERY_STEP}))
+            stepped = json.loads(websocket.recv())["data"]["observation"]["result"]
+            assert stepped["structured_content"]["ok"]
+    assert [reply.split(b"\r\n", 1)[0] for reply in replies] == [
+        b"HTTP/1.1 408 Request Timeout"
+    ] * 3
+    assert replies[0].endswith(b"the request did not arrive whole within 10 s")
+    assert REQUEST_S - 0.5 < waited < REQUEST_S + 5
+    if door == "mcp":
+        reply = httpx.post(f"{server.url}/mcp", json=MCP_INITIALIZE, headers=MCP_HEADERS)
+        assert reply.status_code == 200
