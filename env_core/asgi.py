@@ -66,6 +66,38 @@ async def respond_json(
     await send({"type": "http.response.body", "body": json.dumps(payload).encode()})
 
 
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """A request's whole body, or None as soon as it is over `limit` bytes (declared or sent)."""
+    declared = header(scope, b"content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > limit):
+        return None
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return bytes(body)
+        body += message.get("body", b"")
+        if len(body) > limit:
+            return None
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives the body read (`read_body`) once, then what the client sends next
+    (its disconnect), as a streaming response waits for."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
 async def send_internal_request(
     app: App, method: str, path: str, headers: list[tuple[bytes, bytes]], body: bytes = b""
 ) -> None:

@@ -5,6 +5,11 @@ The SDK caps the connections of the whole server and ends a connection after a l
 that long. This middleware caps the connections one client (remote address) holds open, and
 ends a connection not in use (in episode mode: holding no episode) once it has been idle for a
 short time, by sending the SDK the DELETE request a client sends to end its connection.
+
+It also reads each request's body before the SDK does, and answers a parse error for one the
+SDK would fail on with a 500 and a traceback (a number too long to read, nesting too deep,
+bytes that are not UTF-8) or keep parsed at many times its size until the connection's next
+request (`env_core.json_limits`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from env_core import asgi
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from starlette.responses import PlainTextResponse
+
+from env_core import asgi, json_limits
 from env_core.asgi import App, Message, Receive, Scope, Send
 
 SESSION_HEADER = b"mcp-session-id"
@@ -61,6 +69,21 @@ class ConnectionGuard:
         if scope["type"] != "http" or scope["path"].rstrip("/") != self.path:
             await self.app(scope, receive, send)
             return
+        if scope["method"] == "POST":
+            body = await asgi.read_body(scope, receive, DEFAULT_MAX_REQUEST_BODY_SIZE)
+            if body is None:  # as the SDK answers it
+                await PlainTextResponse("Request body too large", 413)(scope, receive, send)
+                return
+            problem = _body_problem(body)
+            if problem is not None:
+                error = {
+                    "jsonrpc": "2.0",
+                    "id": None,
+                    "error": {"code": -32700, "message": problem},
+                }
+                await asgi.respond_json(send, 400, error)
+                return
+            receive = asgi.replaying(body, receive)
         session_id = asgi.header(scope, SESSION_HEADER)
         if session_id is None:
             await self._open(scope, receive, send)
@@ -119,3 +142,18 @@ class ConnectionGuard:
                 await asgi.send_internal_request(self.app, "DELETE", self.path, headers)
                 ended += 1
         return ended
+
+
+def _body_problem(body: bytes) -> str | None:
+    """Why the SDK must not be given a request body it would fail on with a 500 (and a
+    traceback in the log) or keep parsed at a size its bytes do not show (`json_limits`), or
+    None: a body that is not JSON at all it answers with its own parse error."""
+    if body.isascii() and json_limits.plain(body):
+        return None
+    try:
+        json_limits.read(body)
+    except json_limits.Unreadable as why:
+        return str(why)
+    except ValueError:
+        pass
+    return None

@@ -6,9 +6,11 @@
 - A session created over HTTP holds no capacity for long unless a WebSocket attaches to it
   (`/ws?session_id=...`): once idle for `idle_unattached_s` it is closed with the request a
   client sends to close it (`openenv/session/close`).
-- A WebSocket frame that cannot be a message (binary, JSON that is not an object, or nested
-  deeper than MAX_NESTING) gets an error frame and the session goes on; OpenEnv would end the
-  session.
+- A WebSocket frame that cannot be a message (binary, JSON that is not an object, or beyond
+  `env_core.json_limits`: nested too deep, too many values, a number too long to read) gets an
+  error frame and the session goes on; OpenEnv would end the session, or keep a frame of
+  340,000 values parsed (~25 MiB) while its socket idles. A JSON-RPC request over HTTP beyond
+  those bounds gets a parse error.
 - Errors repeat at most an excerpt of the input (`echoes`): a JSON-RPC request whose id is too
   long to send back is refused, and OpenEnv's error frames and JSON-RPC errors are cut short.
 - A client that leaves while a call runs ends its socket quietly: OpenEnv's failure to send
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -31,29 +32,19 @@ from typing import Any
 from starlette.websockets import WebSocketDisconnect, WebSocketDisconnected
 
 from adapters.openenv.echoes import briefing_frames, briefing_json_rpc
-from env_core import asgi
+from env_core import asgi, json_limits
 from env_core.asgi import App, Message, Receive, Scope, Send
 from env_core.errors import encodable
 
 GUARDED_SOCKETS = ("/ws", "/mcp")
-# Our messages nest a few levels deep. json.loads gives up (RecursionError) near 1,000 levels,
-# at a depth that depends on the stack it runs on, so a frame the guard could read might still
-# end the session when OpenEnv reads it: the guard refuses frames nested deeper than this.
-MAX_NESTING = 32
 MAX_ID_CHARS = 128
 NOT_A_MESSAGE = (
     "a message must be a JSON object with a 'type' (reset, step, state, close or mcp), sent as a "
     "text frame"
 )
-TOO_DEEP = f"a message may nest arrays and objects at most {MAX_NESTING} deep"
-TOO_DEEP_TO_READ = "the request nests arrays and objects too deep to be read"
 ID_TOO_LONG = f"a request id may be at most {MAX_ID_CHARS} characters long"
 ID_NOT_TEXT = "a request id must be valid Unicode text (it holds a lone surrogate)"
 SESSION_ID_NOT_TEXT = "params.session_id must be a string"
-# Python reads no integer longer than this (`sys.get_int_max_str_digits`); OpenEnv would end
-# the session on one.
-MAX_DIGITS = sys.get_int_max_str_digits()
-NUMBER_TOO_LONG = f"a number may have at most {MAX_DIGITS} digits"
 PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
 # The remote address of the connection a request or WebSocket came on (see `asgi.client_of`).
@@ -107,50 +98,23 @@ class RequestGuard:
     # --- HTTP ---------------------------------------------------------------------------
 
     async def _request(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = await self._body(scope, receive)
+        body = await asgi.read_body(scope, receive, self.max_body_bytes)
         if body is None:
             detail = f"the request body is over the limit of {self.max_body_bytes} bytes"
             await asgi.respond_json(send, 413, {"detail": detail})
             return
-
-        replayed = False
-
-        async def replay() -> Message:
-            # The body once, then what the client sends next (its disconnect), as a
-            # streaming response waits for.
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
+        replay = asgi.replaying(body, receive)
         if scope["path"] == "/mcp" and scope["method"] == "POST":
             await self._json_rpc(scope, body, replay, send)
         else:
             await self.app(scope, replay, send)
 
-    async def _body(self, scope: Scope, receive: Receive) -> bytes | None:
-        """The whole body, or None as soon as it is over the limit."""
-        declared = asgi.header(scope, b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body_bytes):
-            return None
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return bytes(body)
-            body += message.get("body", b"")
-            if len(body) > self.max_body_bytes:
-                return None
-            if not message.get("more_body", False):
-                return bytes(body)
-
     async def _json_rpc(self, scope: Scope, body: bytes, receive: Receive, send: Send) -> None:
         send = briefing_json_rpc(send)
         try:
-            request = json.loads(body)
-        except RecursionError:
-            await asgi.respond_json(send, 200, _rpc_error(None, PARSE_ERROR, TOO_DEEP_TO_READ))
+            request = json_limits.read(body)
+        except json_limits.Unreadable as why:
+            await asgi.respond_json(send, 200, _rpc_error(None, PARSE_ERROR, str(why)))
             return
         except ValueError:
             request = None
@@ -288,17 +252,13 @@ def _frame_refusal(text: str | None, path: str) -> str | None:
     if text is not None and _plainly_a_message(text):
         return None
     try:
-        message = json.loads(text) if text is not None else None
-    except RecursionError:
-        return _error_frame(TOO_DEEP, "INVALID_JSON")
-    except ValueError as error:
-        if "integer string conversion" in str(error):  # Python's own limit, not JSON's
-            return _error_frame(NUMBER_TOO_LONG, "INVALID_JSON")
+        message = json_limits.read(text) if text is not None else None
+    except json_limits.Unreadable as why:
+        return _error_frame(str(why), "INVALID_JSON")
+    except ValueError:
         message = None
     if not isinstance(message, dict):
         return _error_frame(NOT_A_MESSAGE, "INVALID_JSON")
-    if _nested_deeper_than(message, text, MAX_NESTING):
-        return _error_frame(TOO_DEEP, "INVALID_JSON")
     request = _json_rpc_request(message, path)
     problem = _request_problem(request) if isinstance(request, dict) else None
     if problem is not None:
@@ -308,13 +268,12 @@ def _frame_refusal(text: str | None, path: str) -> str | None:
 
 
 def _plainly_a_message(text: str) -> bool:
-    """The usual frame, told without reading it (OpenEnv reads it next): an object too short
-    to hold a number Python cannot read, with too few brackets to nest too deep and no id to
-    check (nor an escape that could spell one)."""
+    """The usual frame, told without reading it (OpenEnv reads it next): an object within
+    the bounds of `json_limits.plain`, and no id to check (nor an escape that could spell
+    one)."""
     return (
-        len(text) <= MAX_DIGITS
+        json_limits.plain(text)
         and text.lstrip()[:1] == "{"
-        and _too_few_brackets(text, MAX_NESTING)
         and '"id"' not in text
         and "\\u" not in text
     )
@@ -326,26 +285,6 @@ def _json_rpc_request(message: dict[str, Any], path: str) -> Any:
     if path == "/mcp":
         return message
     return message.get("data") if message.get("type") == "mcp" else None
-
-
-def _nested_deeper_than(value: Any, text: str, limit: int) -> bool:
-    """Whether arrays and objects nest deeper than `limit` in `value`, parsed from `text`."""
-    if _too_few_brackets(text, limit):
-        return False  # the usual frame
-    level = [value]
-    for _ in range(limit):
-        containers = [item for item in level if isinstance(item, list | dict)]
-        level = [
-            child
-            for container in containers
-            for child in (container.values() if isinstance(container, dict) else container)
-        ]
-    return any(isinstance(item, list | dict) for item in level)
-
-
-def _too_few_brackets(text: str, depth: int) -> bool:
-    """Whether `text` opens too few arrays and objects to nest deeper than `depth`."""
-    return text.count("[") + text.count("{") <= depth
 
 
 def _request_problem(request: dict[str, Any]) -> str | None:

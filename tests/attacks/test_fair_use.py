@@ -22,11 +22,12 @@ import pytest
 import websockets
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from process_memory import PeakRSS
+from process_memory import MIB, PeakRSS, tree_rss
 from served_episodes import MCP_HEADERS, MCP_INITIALIZE, mcp_reply
 from websockets.sync.client import connect as connect_websocket
 
 from env_core.http_protocol import REQUEST_S
+from env_core.json_limits import TOO_MANY
 from env_core.settings import Settings
 from evals.local_server import LocalServer
 
@@ -389,3 +390,58 @@ def test_a_request_that_does_not_arrive_whole_is_answered_408_and_its_socket_clo
     if door == "mcp":
         reply = httpx.post(f"{server.url}/mcp", json=MCP_INITIALIZE, headers=MCP_HEADERS)
         assert reply.status_code == 200
+
+
+# What each of these bodies costs the server unguarded: a 500 and a traceback in its log (the
+# first three), or 340,000 dicts kept parsed while the connection idles (~25 MiB).
+UNREADABLE_BODIES = {
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"sample","arguments":'
+    b'{"table":"t","n":' + b"9" * 4_301 + b"}}}": "a number may have at most 4300 digits",
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":'
+    + b"[" * 100_000
+    + b"]" * 100_000
+    + b"}": "a message may nest arrays and objects at most 32 deep",
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"x":"\xff"}}': (
+        "a message must be UTF-8 text"
+    ),
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"describe","arguments":'
+    b'{"table":[' + b"{}," * 340_000 + b"{}]}}}": (
+        "a message may hold at most 10,000 values (array items and object members)"
+    ),
+}
+
+
+def test_an_mcp_body_the_sdk_cannot_read_or_would_hold_large_gets_a_parse_error(mcp_server):
+    connection = RawConnection(mcp_server.url)
+    headers = {**connection.headers, "mcp-session-id": connection.session_id}
+    headers["mcp-protocol-version"] = "2025-06-18"
+    for body, message in UNREADABLE_BODIES.items():
+        reply = httpx.post(connection.url, content=body, headers=headers)
+        assert (reply.status_code, reply.json()["error"]) == (
+            400,
+            {"code": -32700, "message": message},
+        )
+    assert connection.call("start_episode", {}).status_code == 200
+    assert "Traceback" not in mcp_server.output()
+
+
+async def test_a_websocket_frame_of_too_many_values_is_an_error_and_held_by_no_socket(
+    openenv_server,
+):
+    step = '{"type":"step","data":{"type":"call_tool","tool_name":"describe","arguments":%s}}'
+    frame = step.replace("%s", '{"table":[' + "{}," * 340_000 + "{}]}")
+    url = f"{openenv_server.url.replace('http', 'ws')}/ws"
+    before = tree_rss(openenv_server.process.pid)
+    async with contextlib.AsyncExitStack() as stack:
+        sockets = [await stack.enter_async_context(websockets.connect(url)) for _ in range(CAP)]
+        for socket_ in sockets:
+            await socket_.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
+            await socket_.recv()
+            await socket_.send(frame)
+            reply = json.loads(await socket_.recv())
+            assert reply["data"] == {"message": TOO_MANY, "code": "INVALID_JSON"}
+        held = tree_rss(openenv_server.process.pid) - before
+        await sockets[0].send(json.dumps({"type": "step", "data": QUERY_STEP}))
+        stepped = json.loads(await sockets[0].recv())["data"]["observation"]["result"]
+    assert stepped["structured_content"]["ok"]
+    assert held < 40 * MIB, held / MIB  # each socket held ~25 MiB unguarded

@@ -116,7 +116,7 @@ def test_a_json_rpc_request_nested_too_deep_gets_a_parse_error(spider_server):
     assert reply.status_code == 200
     assert reply.json()["error"] == {
         "code": -32700,
-        "message": "the request nests arrays and objects too deep to be read",
+        "message": "a message may nest arrays and objects at most 32 deep",
     }
 
 
