@@ -9,8 +9,9 @@ Reading the answer. Nothing is evaluated, `AnswerChecker.check` never raises on 
 and reading takes time linear in the answer's length, whatever its shape.
 
 * A string longer than ``max_chars`` is wrong. Surrounding whitespace, a Markdown code fence
-  (```` ```json ... ``` ````) and a leading ``Answer:`` or ``Final answer:`` (any case, optionally
-  in ``**bold**``) are removed. An empty answer (``""``, ``[]``, ``{}``) is always wrong.
+  (```` ```json ... ``` ````; a first line that starts with a letter is its language tag) and
+  a leading ``Answer:`` or ``Final answer:`` (any case, optionally in ``**bold**``) are
+  removed. An empty answer (``""``, ``[]``, ``{}``) is always wrong.
 * If the text is JSON it is read as JSON; numbers keep the decimals they were written with.
   Otherwise it is read as plain text, guided by the gold kind. Scalar: the whole text is one
   value. List: one item per line, or, on a single line, items separated by the first of ``|``,
@@ -78,7 +79,8 @@ _MAX_ROUNDED_DECIMALS = 15
 # These patterns read agent text. Every quantifier is possessive (it never gives back what it
 # took), so no pattern can backtrack and each runs in time linear in its input.
 _ANSWER_PREFIX = re.compile(r"\**+\s*+(?:final\s++)?answer\s*+\**+\s*+:\s*+\**+\s*+", re.IGNORECASE)
-_FENCE_LANGUAGE = re.compile(r"[\w+-]*+")
+# A fence's language tag starts with a letter: a first line of digits is a value.
+_FENCE_LANGUAGE = re.compile(r"(?:[A-Za-z][\w+-]*+)?")
 _NUMBER_TEXT = re.compile(
     r"[+-]?+(?:[1-9]\d{0,2}+(?:,\d{3})++|0|[1-9]\d*+)(?:\.\d++)?+(?:[eE][+-]?+\d++)?+"
 )

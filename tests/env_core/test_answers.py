@@ -171,6 +171,13 @@ def test_code_fences_and_answer_prefixes_are_stripped(value: str) -> None:
     assert is_correct(single_column(1, 2), value)
 
 
+def test_a_fenced_first_line_that_is_no_language_tag_is_a_value() -> None:
+    """A first line of digits was dropped as the fence's language tag: an extra item passed."""
+    assert not is_correct(single_column(2, 3), "```1\n2\n3\n```")
+    assert is_correct(single_column(1, 2, 3), "```1\n2\n3\n```")
+    assert is_correct(single_column(2, 3), "```c++\n2\n3\n```")
+
+
 def test_prose_around_the_value_is_wrong() -> None:
     assert not is_correct(scalar(42), "The answer is 42.")
 
