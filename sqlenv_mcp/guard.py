@@ -14,9 +14,10 @@ request (`env_core.json_limits`).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.responses import PlainTextResponse
@@ -25,6 +26,10 @@ from env_core import asgi, json_limits
 from env_core.asgi import App, Message, Receive, Scope, Send
 
 SESSION_HEADER = b"mcp-session-id"
+PARSE_ERROR, INVALID_REQUEST = -32700, -32600
+# The SDK answers requests by id: a second request with the id of one still running took its
+# answer and left the first without one.
+ID_RUNNING = "a request with this id is still running on this connection: give each its own id"
 
 
 @dataclass
@@ -32,6 +37,7 @@ class _Connection:
     client: str
     last_active: float
     in_flight: int = 0
+    running: set[str] = field(default_factory=set)  # the ids of its requests in flight
 
 
 class ConnectionGuard:
@@ -69,19 +75,16 @@ class ConnectionGuard:
         if scope["type"] != "http" or scope["path"].rstrip("/") != self.path:
             await self.app(scope, receive, send)
             return
+        request_id = None
         if scope["method"] == "POST":
             body = await asgi.read_body(scope, receive, DEFAULT_MAX_REQUEST_BODY_SIZE)
             if body is None:  # as the SDK answers it
                 await PlainTextResponse("Request body too large", 413)(scope, receive, send)
                 return
-            problem = _body_problem(body)
-            if problem is not None:
-                error = {
-                    "jsonrpc": "2.0",
-                    "id": None,
-                    "error": {"code": -32700, "message": problem},
-                }
-                await asgi.respond_json(send, 400, error)
+            try:
+                request_id = _request_id(body)
+            except json_limits.Unreadable as why:
+                await asgi.respond_json(send, 400, _rpc_error(PARSE_ERROR, str(why)))
                 return
             receive = asgi.replaying(body, receive)
         session_id = asgi.header(scope, SESSION_HEADER)
@@ -92,11 +95,17 @@ class ConnectionGuard:
         if connection is None:  # unknown or ended: the SDK answers 404
             await self.app(scope, receive, send)
             return
+        if request_id in connection.running:
+            await asgi.respond_json(send, 400, _rpc_error(INVALID_REQUEST, ID_RUNNING))
+            return
+        if request_id is not None:
+            connection.running.add(request_id)
         connection.in_flight += 1
         try:
             await self.app(scope, receive, send)
         finally:
             connection.in_flight -= 1
+            connection.running.discard(request_id)
             connection.last_active = self.clock()
             if scope["method"] == "DELETE":
                 self._connections.pop(session_id, None)
@@ -111,7 +120,7 @@ class ConnectionGuard:
                 "client may; end one (HTTP DELETE, which MCP clients send when they close) or "
                 "let an idle one expire"
             )
-            error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}
+            error = _rpc_error(-32000, message)
             await asgi.respond_json(send, 429, error, ((b"retry-after", b"60"),))
             return
 
@@ -144,16 +153,21 @@ class ConnectionGuard:
         return ended
 
 
-def _body_problem(body: bytes) -> str | None:
-    """Why the SDK must not be given a request body it would fail on with a 500 (and a
-    traceback in the log) or keep parsed at a size its bytes do not show (`json_limits`), or
-    None: a body that is not JSON at all it answers with its own parse error."""
-    if body.isascii() and json_limits.plain(body):
-        return None
+def _request_id(body: bytes) -> str | None:
+    """The id of the JSON-RPC request a body holds (its JSON, so that 1 and "1" differ), or
+    None. `json_limits.Unreadable` for a body the SDK would fail on with a 500 (and a traceback
+    in the log) or keep parsed at a size its bytes do not show; a body that is not JSON at all
+    the SDK answers with its own parse error."""
     try:
-        json_limits.read(body)
-    except json_limits.Unreadable as why:
-        return str(why)
+        message = json_limits.read(body)
+    except json_limits.Unreadable:
+        raise
     except ValueError:
-        pass
+        return None
+    if isinstance(message, dict) and "method" in message and message.get("id") is not None:
+        return json.dumps(message["id"])
     return None
+
+
+def _rpc_error(code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
@@ -30,10 +31,16 @@ from env_core.http_protocol import REQUEST_S
 from env_core.json_limits import TOO_MANY
 from env_core.settings import Settings
 from evals.local_server import LocalServer
+from sqlenv_mcp.guard import ID_RUNNING
 
 pytestmark = pytest.mark.anyio
 CAP = 3
 IDLE_S = 1.0
+# ~0.3 s in a SQL worker.
+SLOW_SQL = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 800000) "
+    "SELECT count(*) FROM c"
+)
 QUERY_STEP = {"type": "call_tool", "tool_name": "query", "arguments": {"sql": "SELECT 1"}}
 FAIR_USE = ["--max-connections-per-client", str(CAP), "--idle-connection-timeout", str(IDLE_S)]
 
@@ -445,3 +452,31 @@ async def test_a_websocket_frame_of_too_many_values_is_an_error_and_held_by_no_s
         stepped = json.loads(await sockets[0].recv())["data"]["observation"]["result"]
     assert stepped["structured_content"]["ok"]
     assert held < 40 * MIB, held / MIB  # each socket held ~25 MiB unguarded
+
+
+def test_a_request_reusing_the_id_of_one_still_running_is_refused_and_both_are_answered(
+    mcp_server,
+):
+    """The SDK answers by id: the second request took the first's answer (an error about a
+    table it never named) and the first was left without one."""
+    connection = RawConnection(mcp_server.url)
+    connection.call("start_episode", {})
+    headers = {**connection.headers, "mcp-session-id": connection.session_id}
+    headers["mcp-protocol-version"] = "2025-06-18"
+
+    def call(tool: str, arguments: dict) -> httpx.Response:
+        request = {"jsonrpc": "2.0", "id": 7, "method": "tools/call"}
+        request["params"] = {"name": tool, "arguments": arguments}
+        return httpx.post(connection.url, json=request, headers=headers, timeout=30)
+
+    with ThreadPoolExecutor(1) as pool:
+        slow = pool.submit(call, "query", {"sql": SLOW_SQL})
+        time.sleep(0.1)
+        second = call("describe", {"table": "books"})
+        first = slow.result(30)
+    assert second.status_code == 400 and second.json()["error"]["message"] == ID_RUNNING
+    assert mcp_reply(first.text)["result"]["structuredContent"]["tool"] == "query"
+    assert (
+        "books"
+        in mcp_reply(call("describe", {"table": "books"}).text)["result"]["content"][0]["text"]
+    )
