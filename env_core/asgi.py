@@ -53,6 +53,15 @@ def client_of(scope: Scope) -> str:
     return str(ipaddress.ip_network(f"{address}/64", strict=False))
 
 
+# JSON-RPC error codes the guards answer with: unreadable JSON, an invalid request, and the
+# implementation-defined server error (a limit reached).
+PARSE_ERROR, INVALID_REQUEST, SERVER_ERROR = -32700, -32600, -32000
+
+
+def rpc_error(request_id: object, code: int, message: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
 async def respond_json(
     send: Send, status: int, payload: object, headers: tuple[tuple[bytes, bytes], ...] = ()
 ) -> None:

@@ -32,14 +32,10 @@ class Unreadable(ValueError):
     """JSON that breaks a bound; `str()` says which."""
 
 
-def plain(text: str | bytes) -> bool:
+def plain(text: str) -> bool:
     """Whether `text` is too short to hold a number over `MAX_DIGITS` digits or more than
-    `MAX_VALUES` values, and opens too few arrays and objects to nest too deep (UTF-8 or not:
-    a door decodes bytes first)."""
-    if len(text) > MAX_DIGITS:
-        return False
-    opened = text.count(b"[" if isinstance(text, bytes) else "[")
-    return opened + text.count(b"{" if isinstance(text, bytes) else "{") <= MAX_NESTING
+    `MAX_VALUES` values, and opens too few arrays and objects to nest too deep."""
+    return len(text) <= MAX_DIGITS and text.count("[") + text.count("{") <= MAX_NESTING
 
 
 def read(text: str | bytes) -> Any:

@@ -26,7 +26,6 @@ from env_core import asgi, json_limits
 from env_core.asgi import App, Message, Receive, Scope, Send
 
 SESSION_HEADER = b"mcp-session-id"
-PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 # The SDK answers requests by id: a second request with the id of one still running took its
 # answer and left the first without one.
 ID_RUNNING = "a request with this id is still running on this connection: give each its own id"
@@ -82,10 +81,12 @@ class ConnectionGuard:
                 await PlainTextResponse("Request body too large", 413)(scope, receive, send)
                 return
             try:
-                request_id = _request_id(body)
-            except json_limits.Unreadable as why:
-                await asgi.respond_json(send, 400, _rpc_error(PARSE_ERROR, str(why)))
+                request_id = _request_id(json_limits.read(body))
+            except json_limits.Unreadable as why:  # the SDK: a 500, or the value kept parsed
+                await asgi.respond_json(send, 400, asgi.rpc_error(None, asgi.PARSE_ERROR, str(why)))
                 return
+            except ValueError:  # not JSON at all: the SDK answers its own parse error
+                pass
             receive = asgi.replaying(body, receive)
         session_id = asgi.header(scope, SESSION_HEADER)
         if session_id is None:
@@ -96,7 +97,9 @@ class ConnectionGuard:
             await self.app(scope, receive, send)
             return
         if request_id in connection.running:
-            await asgi.respond_json(send, 400, _rpc_error(INVALID_REQUEST, ID_RUNNING))
+            await asgi.respond_json(
+                send, 400, asgi.rpc_error(None, asgi.INVALID_REQUEST, ID_RUNNING)
+            )
             return
         if request_id is not None:
             connection.running.add(request_id)
@@ -120,7 +123,7 @@ class ConnectionGuard:
                 "client may; end one (HTTP DELETE, which MCP clients send when they close) or "
                 "let an idle one expire"
             )
-            error = _rpc_error(-32000, message)
+            error = asgi.rpc_error(None, asgi.SERVER_ERROR, message)
             await asgi.respond_json(send, 429, error, ((b"retry-after", b"60"),))
             return
 
@@ -153,21 +156,8 @@ class ConnectionGuard:
         return ended
 
 
-def _request_id(body: bytes) -> str | None:
-    """The id of the JSON-RPC request a body holds (its JSON, so that 1 and "1" differ), or
-    None. `json_limits.Unreadable` for a body the SDK would fail on with a 500 (and a traceback
-    in the log) or keep parsed at a size its bytes do not show; a body that is not JSON at all
-    the SDK answers with its own parse error."""
-    try:
-        message = json_limits.read(body)
-    except json_limits.Unreadable:
-        raise
-    except ValueError:
-        return None
+def _request_id(message: object) -> str | None:
+    """The id of a JSON-RPC request as its JSON (so that 1 and "1" differ), or None."""
     if isinstance(message, dict) and "method" in message and message.get("id") is not None:
         return json.dumps(message["id"])
     return None
-
-
-def _rpc_error(code: int, message: str) -> dict:
-    return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}

@@ -98,12 +98,10 @@ def _new_server(
         if refused:
             return refused
         reason = unavailable()
-        status = {"status": "ok"} if reason is None else {"status": "unavailable"}
-        if request.scope.get(STATUS_ONLY):
-            details = {}
-        else:
-            details = {**health(), **({} if reason is None else {"detail": reason})}
-        return JSONResponse({**status, **details}, status_code=200 if reason is None else 503)
+        body = {"status": "ok" if reason is None else "unavailable"}
+        if not request.scope.get(STATUS_ONLY):
+            body |= health() if reason is None else {**health(), "detail": reason}
+        return JSONResponse(body, status_code=200 if reason is None else 503)
 
     return server
 

@@ -45,7 +45,6 @@ NOT_A_MESSAGE = (
 ID_TOO_LONG = f"a request id may be at most {MAX_ID_CHARS} characters long"
 ID_NOT_TEXT = "a request id must be valid Unicode text (it holds a lone surrogate)"
 SESSION_ID_NOT_TEXT = "params.session_id must be a string"
-PARSE_ERROR, INVALID_REQUEST = -32700, -32600
 
 # The remote address of the connection a request or WebSocket came on (see `asgi.client_of`).
 # OpenEnv builds each session's environment with a factory that takes no arguments, and awaits
@@ -114,7 +113,7 @@ class RequestGuard:
         try:
             request = json_limits.read(body)
         except json_limits.Unreadable as why:
-            await asgi.respond_json(send, 200, _rpc_error(None, PARSE_ERROR, str(why)))
+            await asgi.respond_json(send, 200, asgi.rpc_error(None, asgi.PARSE_ERROR, str(why)))
             return
         except ValueError:
             request = None
@@ -123,7 +122,7 @@ class RequestGuard:
             return
         problem = _request_problem(request)
         if problem is not None:
-            await asgi.respond_json(send, 200, _rpc_error(None, INVALID_REQUEST, problem))
+            await asgi.respond_json(send, 200, asgi.rpc_error(None, asgi.INVALID_REQUEST, problem))
             return
         method, params = request.get("method"), request.get("params")
         session_id = params.get("session_id") if isinstance(params, dict) else None
@@ -140,7 +139,7 @@ class RequestGuard:
         client = asgi.client_of(scope)
         await self.sweep()
         if self.connections(client) >= self.per_client:
-            refusal = _rpc_error(request_id, -32000, self._over_limit_message())
+            refusal = asgi.rpc_error(request_id, asgi.SERVER_ERROR, self._over_limit_message())
             await asgi.respond_json(send, 200, refusal)
             return
         chunks: list[bytes] = []
@@ -262,7 +261,7 @@ def _frame_refusal(text: str | None, path: str) -> str | None:
     request = _json_rpc_request(message, path)
     problem = _request_problem(request) if isinstance(request, dict) else None
     if problem is not None:
-        refusal = _rpc_error(None, INVALID_REQUEST, problem)
+        refusal = asgi.rpc_error(None, asgi.INVALID_REQUEST, problem)
         return json.dumps(refusal if request is message else {"type": "mcp", "data": refusal})
     return None
 
@@ -300,11 +299,6 @@ def _request_problem(request: dict[str, Any]) -> str | None:
     if isinstance(params, dict) and not isinstance(params.get("session_id", ""), str | None):
         return SESSION_ID_NOT_TEXT
     return None
-
-
-def _rpc_error(request_id: object, code: int, message: str) -> dict[str, Any]:
-    error = {"code": code, "message": message}
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
 def _error_frame(message: str, code: str) -> str:

@@ -84,13 +84,18 @@ class RawConnection:
         self.opened = httpx.post(self.url, json=MCP_INITIALIZE, headers=self.headers)
         self.session_id = self.opened.headers.get("mcp-session-id")
 
-    def call(self, tool: str, arguments: dict) -> httpx.Response:
-        headers = {**self.headers, "mcp-session-id": self.session_id or ""}
-        headers["mcp-protocol-version"] = "2025-06-18"
+    @property
+    def session_headers(self) -> dict[str, str]:
+        """The headers of a request on this connection once it is open."""
+        session = {"mcp-session-id": self.session_id or "", "mcp-protocol-version": "2025-06-18"}
+        return {**self.headers, **session}
+
+    def call(self, tool: str, arguments: dict, request_id: int = 2) -> httpx.Response:
+        headers = self.session_headers
         if tool == "start_episode":
             notice = {"jsonrpc": "2.0", "method": "notifications/initialized"}
             httpx.post(self.url, json=notice, headers=headers)
-        request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+        request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call"}
         request["params"] = {"name": tool, "arguments": arguments}
         # json.dumps escapes what UTF-8 cannot carry (a lone surrogate) as JSON allows.
         return httpx.post(self.url, content=json.dumps(request), headers=headers)
@@ -420,10 +425,8 @@ UNREADABLE_BODIES = {
 
 def test_an_mcp_body_the_sdk_cannot_read_or_would_hold_large_gets_a_parse_error(mcp_server):
     connection = RawConnection(mcp_server.url)
-    headers = {**connection.headers, "mcp-session-id": connection.session_id}
-    headers["mcp-protocol-version"] = "2025-06-18"
     for body, message in UNREADABLE_BODIES.items():
-        reply = httpx.post(connection.url, content=body, headers=headers)
+        reply = httpx.post(connection.url, content=body, headers=connection.session_headers)
         assert (reply.status_code, reply.json()["error"]) == (
             400,
             {"code": -32700, "message": message},
@@ -461,22 +464,12 @@ def test_a_request_reusing_the_id_of_one_still_running_is_refused_and_both_are_a
     table it never named) and the first was left without one."""
     connection = RawConnection(mcp_server.url)
     connection.call("start_episode", {})
-    headers = {**connection.headers, "mcp-session-id": connection.session_id}
-    headers["mcp-protocol-version"] = "2025-06-18"
-
-    def call(tool: str, arguments: dict) -> httpx.Response:
-        request = {"jsonrpc": "2.0", "id": 7, "method": "tools/call"}
-        request["params"] = {"name": tool, "arguments": arguments}
-        return httpx.post(connection.url, json=request, headers=headers, timeout=30)
-
     with ThreadPoolExecutor(1) as pool:
-        slow = pool.submit(call, "query", {"sql": SLOW_SQL})
+        slow = pool.submit(connection.call, "query", {"sql": SLOW_SQL}, 7)
         time.sleep(0.1)
-        second = call("describe", {"table": "books"})
+        second = connection.call("describe", {"table": "books"}, 7)
         first = slow.result(30)
     assert second.status_code == 400 and second.json()["error"]["message"] == ID_RUNNING
     assert mcp_reply(first.text)["result"]["structuredContent"]["tool"] == "query"
-    assert (
-        "books"
-        in mcp_reply(call("describe", {"table": "books"}).text)["result"]["content"][0]["text"]
-    )
+    again = mcp_reply(connection.call("describe", {"table": "books"}, 7).text)
+    assert "books" in again["result"]["content"][0]["text"]
