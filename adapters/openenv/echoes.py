@@ -3,7 +3,7 @@
 OpenEnv and FastAPI answer bad input with messages and pydantic validation errors that repeat
 the input whole: a 900 KB message type, key or id comes back as a 900 KB error. Every such
 error goes through these functions, so that it repeats at most an excerpt of what it was sent:
-`server.py`'s exception handlers for HTTP errors, and, put in by `guard.py`, `briefing_frames`
+`server.py`'s exception handlers for HTTP errors, and, put in by `guard.py`, `briefed_frame`
 for WebSocket frames and `briefing_json_rpc` for `POST /mcp` responses.
 """
 
@@ -58,19 +58,9 @@ def brief_detail(detail: Any) -> Any:
     return shortened(detail, MAX_MESSAGE_CHARS) if isinstance(detail, str) else detail
 
 
-def briefing_frames(send: Send) -> Send:
-    """A socket's send that cuts short what OpenEnv's errors repeat of the input."""
-
-    async def briefing(message: Message) -> None:
-        text = message.get("text")
-        if message["type"] == "websocket.send" and text and text.startswith(ECHOING_FRAMES):
-            message = {**message, "text": _briefed_frame(text)}
-        await send(message)
-
-    return briefing
-
-
-def _briefed_frame(text: str) -> str:
+def briefed_frame(text: str) -> str:
+    """A WebSocket frame OpenEnv sent (one of `ECHOING_FRAMES`) with what it repeats of the
+    input cut short."""
     frame = json.loads(text)
     if frame.get("type") == "error":
         return json.dumps({**frame, "data": brief_error(frame["data"])})

@@ -31,7 +31,7 @@ from typing import Any
 
 from starlette.websockets import WebSocketDisconnect, WebSocketDisconnected
 
-from adapters.openenv.echoes import briefing_frames, briefing_json_rpc
+from adapters.openenv.echoes import ECHOING_FRAMES, briefed_frame, briefing_json_rpc
 from env_core import asgi, json_limits
 from env_core.asgi import App, Message, Receive, Scope, Send
 from env_core.errors import encodable
@@ -188,17 +188,13 @@ class RequestGuard:
         self._sockets[client] += 1
         if attached is not None:
             attached.attached = True
-        departure = _Departure(send)
-        send = departure.send
+        socket = _GuardedSocket(receive, send, scope["path"] in GUARDED_SOCKETS, scope["path"])
         try:
-            if scope["path"] in GUARDED_SOCKETS:
-                receive = _checked_frames(receive, send, scope["path"])
-                send = briefing_frames(send)
-            await self.app(scope, receive, send)
+            await self.app(scope, socket.receive, socket.send)
         except (WebSocketDisconnect, WebSocketDisconnected):
             # The client left while a call ran: OpenEnv fails to send it the outcome, then an
             # error about that, and the server would log a traceback each time.
-            if not departure.gone:
+            if not socket.gone:
                 raise
         finally:
             self._sockets[client] -= 1
@@ -215,35 +211,41 @@ class RequestGuard:
         )
 
 
-class _Departure:
-    """A socket's send that notes when its client has gone (a send to it failed)."""
+class _GuardedSocket:
+    """A socket's receive and send as OpenEnv is given them. On a guarded path, a frame that
+    cannot be a message is answered with an error frame rather than passed on, and what
+    OpenEnv's error frames repeat of the input is cut short (`echoes`). A failed send notes
+    that the client has gone."""
 
-    def __init__(self, send: Send) -> None:
+    def __init__(self, receive: Receive, send: Send, guarded: bool, path: str) -> None:
         self.gone = False
+        self._receive = receive
         self._send = send
+        self._guarded = guarded
+        self._path = path
+
+    async def receive(self) -> Message:
+        while True:
+            message = await self._receive()
+            if not self._guarded or message["type"] != "websocket.receive":
+                return message
+            refusal = _frame_refusal(message.get("text"), self._path)
+            if refusal is None:
+                return message
+            await self._deliver({"type": "websocket.send", "text": refusal})
 
     async def send(self, message: Message) -> None:
+        text = message.get("text")
+        if self._guarded and text and text.startswith(ECHOING_FRAMES):
+            message = {**message, "text": briefed_frame(text)}
+        await self._deliver(message)
+
+    async def _deliver(self, message: Message) -> None:
         try:
             await self._send(message)
         except OSError:
             self.gone = True
             raise
-
-
-def _checked_frames(receive: Receive, send: Send, path: str) -> Receive:
-    """A socket's receive that answers frames OpenEnv must not read with an error frame."""
-
-    async def checked() -> Message:
-        while True:
-            message = await receive()
-            if message["type"] != "websocket.receive":
-                return message
-            refusal = _frame_refusal(message.get("text"), path)
-            if refusal is None:
-                return message
-            await send({"type": "websocket.send", "text": refusal})
-
-    return checked
 
 
 def _frame_refusal(text: str | None, path: str) -> str | None:
