@@ -18,6 +18,7 @@ from mcp.types import CallToolResult, ContentBlock, ToolAnnotations
 
 from env_core.command_line import PACKAGE
 from env_core.errors import InvalidArgumentError, SQLEnvError, shown
+from sqlenv_mcp.stdio import stdio_streams
 
 # A tool's work: the calling context and the arguments as sent, to the result.
 Handler = Callable[[Context, dict[str, Any]], Awaitable[CallToolResult]]
@@ -29,6 +30,12 @@ class AgentToolServer(FastMCP):
         self._handlers: dict[str, Handler] = {}
         # FastMCP gives no way to name the server's version; without it, clients see the SDK's.
         self._mcp_server.version = version(PACKAGE)
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio with each line screened first (see `sqlenv_mcp.stdio`)."""
+        async with stdio_streams() as (read_stream, write_stream):
+            server = self._mcp_server
+            await server.run(read_stream, write_stream, server.create_initialization_options())
 
     def add_agent_tool(
         self,

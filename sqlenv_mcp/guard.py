@@ -6,10 +6,10 @@ that long. This middleware caps the connections one client (remote address) hold
 ends a connection not in use (in episode mode: holding no episode) once it has been idle for a
 short time, by sending the SDK the DELETE request a client sends to end its connection.
 
-It also reads each request's body before the SDK does, and answers a parse error for one the
-SDK would fail on with a 500 and a traceback (a number too long to read, nesting too deep,
-bytes that are not UTF-8) or keep parsed at many times its size until the connection's next
-request (`env_core.json_limits`).
+It also reads each request's body before the SDK does, and answers in its place one the SDK
+would mishandle (`sqlenv_mcp.jsonrpc`): with a 500 and a traceback (a number too long to read,
+nesting too deep, bytes that are not UTF-8), by keeping it parsed at many times its size until
+the connection's next request (`env_core.json_limits`), or by never answering it.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
-from starlette.responses import PlainTextResponse
+from starlette.responses import PlainTextResponse, Response
 
-from env_core import asgi, json_limits
+from env_core import asgi
 from env_core.asgi import App, Message, Receive, Scope, Send
+from sqlenv_mcp import jsonrpc
 
 SESSION_HEADER = b"mcp-session-id"
 # The SDK answers requests by id: a second request with the id of one still running took its
@@ -80,13 +81,15 @@ class ConnectionGuard:
             if body is None:  # as the SDK answers it
                 await PlainTextResponse("Request body too large", 413)(scope, receive, send)
                 return
-            try:
-                request_id = _request_id(json_limits.read(body))
-            except json_limits.Unreadable as why:  # the SDK: a 500, or the value kept parsed
-                await asgi.respond_json(send, 400, asgi.rpc_error(None, asgi.PARSE_ERROR, str(why)))
+            screened = jsonrpc.screen(body)
+            if screened.error is not None:  # a request the SDK could answer is answered as one
+                status = 400 if screened.error["id"] is None else 200
+                await asgi.respond_json(send, status, screened.error)
                 return
-            except ValueError:  # not JSON at all: the SDK answers its own parse error
-                pass
+            if screened.ignored:
+                await Response(status_code=202)(scope, receive, send)
+                return
+            request_id = _request_id(screened.message)
             receive = asgi.replaying(body, receive)
         session_id = asgi.header(scope, SESSION_HEADER)
         if session_id is None:
@@ -156,8 +159,6 @@ class ConnectionGuard:
         return ended
 
 
-def _request_id(message: object) -> str | None:
+def _request_id(message: dict) -> str | None:
     """The id of a JSON-RPC request as its JSON (so that 1 and "1" differ), or None."""
-    if isinstance(message, dict) and "method" in message and message.get("id") is not None:
-        return json.dumps(message["id"])
-    return None
+    return json.dumps(message["id"]) if "method" in message and "id" in message else None
