@@ -8,8 +8,9 @@ within `env_core.json_limits`, and one the SDK would mishandle is answered here.
 - over HTTP, a message that is not a JSON-RPC object got pydantic's errors in full as -32602;
 - a request whose id is neither a string nor a whole number (1.5, null, an object) was taken
   for a notification and never answered;
-- an unknown method got -32602 (invalid params) rather than -32601, and an unknown request or
-  notification each wrote ~60 lines to the server's log: a few bytes sent, kilobytes logged.
+- an unknown method got -32602 (invalid params) rather than -32601, params a method does not
+  take got -32602 without saying what was wrong, and each of these, as each unknown or invalid
+  notification, wrote ~60 lines to the server's log: a few bytes sent, kilobytes logged.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from mcp import types
+from pydantic import BaseModel, ValidationError
 
 from env_core import json_limits
 from env_core.asgi import INVALID_REQUEST, PARSE_ERROR, rpc_error
-from env_core.errors import shown
+from env_core.errors import shortened, shown
 
 METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
+MAX_PROBLEM_CHARS = 200
 
 NOT_AN_OBJECT = "a message must be one JSON-RPC 2.0 object (a batch, an array, is not accepted)"
 NOT_2_0 = 'a message must have "jsonrpc": "2.0"'
@@ -33,17 +36,17 @@ PARAMS_NOT_AN_OBJECT = "params must be an object"
 NOT_A_RESPONSE = "a message without a method must be a response: an id, and a result or an error"
 
 
-def _methods(union: Any) -> frozenset[str]:
-    """The method names of a union of the SDK's message models."""
-    return frozenset(
-        method
+def _models(union: Any) -> dict[str, type[BaseModel]]:
+    """The SDK's message model of each method of a union of them."""
+    return {
+        method: model
         for model in get_args(union)
         for method in get_args(model.model_fields["method"].annotation)
-    )
+    }
 
 
-REQUESTS = _methods(types.ClientRequestType)
-NOTIFICATIONS = _methods(types.ClientNotificationType)
+REQUESTS = _models(types.ClientRequestType)
+NOTIFICATIONS = _models(types.ClientNotificationType)
 
 
 @dataclass(frozen=True)
@@ -68,8 +71,12 @@ def screen(data: bytes) -> Screened:
     error = _refusal(message)
     if error is not None:
         return Screened(error=error)
-    notification = "method" in message and "id" not in message
-    return Screened(message, ignored=notification and message["method"] not in NOTIFICATIONS)
+    if "method" in message and "id" not in message:
+        model = NOTIFICATIONS.get(message["method"])
+        return Screened(
+            message, ignored=model is None or _invalid_params(model, message) is not None
+        )
+    return Screened(message)
 
 
 def _refusal(message: Any) -> dict[str, Any] | None:
@@ -90,10 +97,28 @@ def _refusal(message: Any) -> dict[str, Any] | None:
     request_id = message["id"]
     if not _valid_id(request_id):
         return _invalid(BAD_ID)
-    if method not in REQUESTS:
+    model = REQUESTS.get(method)
+    if model is None:
         return rpc_error(request_id, METHOD_NOT_FOUND, f"unknown method {shown(method)}")
     if not isinstance(message.get("params", {}), dict | None):
         return rpc_error(request_id, INVALID_PARAMS, PARAMS_NOT_AN_OBJECT)
+    problem = _invalid_params(model, message)
+    if problem is not None:
+        return rpc_error(request_id, INVALID_PARAMS, f"{method}: {problem}")
+    return None
+
+
+def _invalid_params(model: type[BaseModel], message: dict[str, Any]) -> str | None:
+    """What is wrong with a message's params for its method (the first of pydantic's errors,
+    cut short), or None."""
+    fields = {name: message[name] for name in ("method", "params") if name in message}
+    try:
+        model.model_validate(fields)
+    except ValidationError as error:
+        first, *rest = error.errors(include_url=False, include_input=False)
+        where = ".".join(map(str, first["loc"]))
+        more = f" (and {len(rest)} more)" if rest else ""
+        return shortened(f"{where}: {first['msg']}", MAX_PROBLEM_CHARS) + more
     return None
 
 

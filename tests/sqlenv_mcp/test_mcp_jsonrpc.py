@@ -1,11 +1,13 @@
 """Messages that are not the JSON-RPC requests the SDK reads are answered as JSON-RPC says, by
 both transports alike: a parse error or an invalid request (id null), an unknown method
-(-32601, with the request's id), params that are no object (-32602); an unknown notification
-is not answered. The connection goes on, and the server's log stays quiet.
+(-32601, with the request's id), params the method does not take (-32602, saying what is
+wrong); an unknown or invalid notification is not answered. The connection goes on, and the
+server's log stays quiet.
 
 Before, stdio answered each with a log notification ("Internal Server Error"), HTTP with
 pydantic's errors in full as -32602, both left a request whose id is 1.5 or null unanswered
-(taken for a notification), and an unknown method wrote ~60 lines to the log."""
+(taken for a notification), invalid params got -32602 without saying what was wrong, and each
+of these wrote ~60 lines to the log."""
 
 import json
 import select
@@ -50,6 +52,12 @@ ANSWERED = {
     request(None): error(None, -32600, "a request id must be a string or a whole number"),
     request(7, "foo/bar"): error(7, -32601, "unknown method 'foo/bar'"),
     request("x", "tools/call", params=5): error("x", -32602, "params must be an object"),
+    request(5, "tools/call", params={}): error(
+        5, -32602, "tools/call: params.name: Field required"
+    ),
+    request(6, "initialize", params={"x": 1}): error(
+        6, -32602, "initialize: params.protocolVersion: Field required (and 2 more)"
+    ),
     b'{"jsonrpc": "2.0", "id": ' + b"9" * 5_000 + b', "method": "tools/list"}': error(
         None, -32700, "a number may have at most 4300 digits"
     ),
@@ -59,7 +67,10 @@ ANSWERED = {
         "a message without a method must be a response: an id, and a result or an error",
     ),
 }
-UNKNOWN_NOTIFICATION = b'{"jsonrpc": "2.0", "method": "notifications/unheard_of"}'
+UNANSWERED = (
+    b'{"jsonrpc": "2.0", "method": "notifications/unheard_of"}',
+    b'{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"x": 1}}',
+)
 
 
 class StdioServer:
@@ -105,7 +116,8 @@ def test_over_stdio_each_message_the_sdk_cannot_take_is_answered_as_json_rpc_say
     stdio_server.send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
     for line, answer in ANSWERED.items():
         assert stdio_server.ask(line) == answer
-    stdio_server.send(UNKNOWN_NOTIFICATION)
+    for line in UNANSWERED:
+        stdio_server.send(line)
     stdio_server.send(b"   ")  # a blank line is skipped
     assert stdio_server.ask(json.dumps(TOOLS_LIST).encode())["id"] == 99  # nothing before it
     log = stdio_server.stop()
@@ -138,8 +150,9 @@ def test_over_http_each_message_the_sdk_cannot_take_is_answered_as_json_rpc_says
                 400 if answer["id"] is None else 200,
                 answer,
             )
-        ignored = httpx.post(url, content=UNKNOWN_NOTIFICATION, headers=headers)
-        assert (ignored.status_code, ignored.content) == (202, b"")
+        for body in UNANSWERED:
+            ignored = httpx.post(url, content=body, headers=headers)
+            assert (ignored.status_code, ignored.content) == (202, b"")
         listed = httpx.post(url, json=TOOLS_LIST, headers=headers)
         assert listed.json()["result"]["tools"]
         log = server.output()
