@@ -4,7 +4,8 @@ The SDK's own stdio transport reads a line whole however long it is, and gives t
 exception for a line it cannot read, which the server answers with a log notification rather
 than an error. Here a line may be at most `MAX_LINE_BYTES` (the HTTP transport's body limit),
 and a line the SDK must not be given is answered with a JSON-RPC error, written to stdout in
-turn with the SDK's own messages. A blank line is skipped.
+turn with the SDK's own messages. A blank line is skipped. When the client stops reading
+stdout, the server stops, without the traceback the SDK's transport logged.
 """
 
 from __future__ import annotations
@@ -62,8 +63,12 @@ async def stdio_streams(
                     text = item.message.model_dump_json(by_alias=True, exclude_none=True)
                 else:
                     text = json.dumps(item)
-                await sink.write(text.encode() + b"\n")
-                await sink.flush()
+                try:
+                    await sink.write(text.encode() + b"\n")
+                    await sink.flush()
+                except BrokenPipeError:  # the client stopped reading: the server stops quietly
+                    tasks.cancel_scope.cancel()
+                    return
 
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(read)

@@ -9,6 +9,7 @@ pydantic's errors in full as -32602, both left a request whose id is 1.5 or null
 (taken for a notification), invalid params got -32602 without saying what was wrong, and each
 of these wrote ~60 lines to the log."""
 
+import contextlib
 import json
 import select
 import subprocess
@@ -134,6 +135,17 @@ def test_over_stdio_a_line_too_long_is_refused_unread_and_the_next_is_served(std
     assert stdio_server.ask(json.dumps(TOOLS_LIST).encode())["id"] == 99
     assert time.monotonic() - started < REPLY_S
     assert stdio_server.stop() == ""
+
+
+def test_over_stdio_a_client_that_stops_reading_stops_the_server_quietly(stdio_server):
+    """The SDK's transport ended with a traceback (a broken pipe) in the host's log."""
+    process = stdio_server.process
+    process.stdout.close()
+    with contextlib.suppress(BrokenPipeError):  # the server has stopped
+        for _ in range(1_000):
+            stdio_server.send(request(7, "foo/bar"))
+    assert process.wait(timeout=REPLY_S) == 0
+    assert process.stderr.read() == b""
 
 
 def test_over_http_each_message_the_sdk_cannot_take_is_answered_as_json_rpc_says(cache_dir):
