@@ -91,7 +91,10 @@ class SessionManager:
         *,
         checker: AnswerChecker | None = None,
         clock: Callable[[], float] = time.monotonic,
+        sandbox: Sandbox | None = None,
     ) -> None:
+        """`sandbox`: SQL workers shared with other managers (closed by whoever made it),
+        instead of this manager's own."""
         self.catalog = catalog
         self.config = config or SessionConfig()
         self.checker = checker or AnswerChecker()
@@ -103,7 +106,8 @@ class SessionManager:
         self._counts = {"created": 0, "closed": 0, "reaped": 0, "steps": 0}
         self._reaper: threading.Thread | None = None
         self._stopping = threading.Event()
-        self.sandbox = Sandbox(
+        self._owns_sandbox = sandbox is None
+        self.sandbox = sandbox or Sandbox(
             self.config.sql_workers,
             self.config.sql_memory_mb,
             databases=self._most_asked_databases(),
@@ -338,7 +342,8 @@ class SessionManager:
             executors, self._executors = list(self._executors.values()), {}
         for executor in executors:
             executor.close()
-        self.sandbox.close()
+        if self._owns_sandbox:
+            self.sandbox.close()
 
     def stats(self) -> SessionStats:
         with self._lock:

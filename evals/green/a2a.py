@@ -8,6 +8,7 @@ with other wire types).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator
@@ -15,9 +16,10 @@ from importlib.metadata import version
 from typing import Any
 
 import httpx
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.client import ClientConfig, ClientFactory
 from a2a.server.agent_execution import AgentExecutor
 from a2a.server.apps import A2AStarletteApplication
+from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import (
@@ -33,13 +35,25 @@ from a2a.types import (
     TextPart,
 )
 from a2a.utils import get_data_parts, get_message_text
-from starlette.applications import Starlette
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
+from env_core import asgi
+from env_core.asgi import App, Receive, Scope, Send
 from env_core.command_line import PACKAGE
-from env_core.errors import shown
+from env_core.errors import shortened, shown
 
 # A participant plays a whole episode before it replies.
 REPLY_TIMEOUT_S = 3600.0
+# An agent card is a few kilobytes. Whoever names a participant chooses what its address
+# answers: the card is read within these bounds, not whole however large or slow.
+MAX_CARD_BYTES = 256 << 10
+CARD_TIMEOUT_S = 10.0
+# A message to an agent is a few kilobytes: an assessment request, an episode's brief, a reply.
+MAX_REQUEST_BYTES = 1 << 20
+REQUEST_TOO_LARGE = f"a request body may be at most {MAX_REQUEST_BYTES:,} bytes"
+# Tasks an agent keeps for `tasks/get` once they have ended; the oldest go first.
+MAX_ENDED_TASKS = 1_000
+ENDED = frozenset({TaskState.completed, TaskState.failed, TaskState.rejected, TaskState.canceled})
 # The length of a URL an error message shows.
 URL_SHOWN = 120
 log = logging.getLogger(__name__)
@@ -58,10 +72,37 @@ def agent_card(name: str, description: str, url: str, skill: AgentSkill) -> Agen
     )
 
 
-def a2a_app(card: AgentCard, executor: AgentExecutor) -> Starlette:
-    """The agent's JSON-RPC endpoint at `/` and its card at `/.well-known/agent-card.json`."""
-    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore())
-    return A2AStarletteApplication(agent_card=card, http_handler=handler).build()
+class EndedTasksBounded(InMemoryTaskStore):
+    """The SDK's in-memory store, which keeps every task until the process ends (rejected
+    requests included), keeping at most `MAX_ENDED_TASKS` of those that have ended."""
+
+    async def save(self, task: Task, context: ServerCallContext | None = None) -> None:
+        await super().save(task, context)
+        async with self.lock:
+            ended = [key for key, kept in self.tasks.items() if kept.status.state in ENDED]
+            for key in ended[: max(0, len(ended) - MAX_ENDED_TASKS)]:
+                del self.tasks[key]
+
+
+def a2a_app(card: AgentCard, executor: AgentExecutor) -> App:
+    """The agent's JSON-RPC endpoint at `/` and its card at `/.well-known/agent-card.json`.
+    A request body over `MAX_REQUEST_BYTES` is refused (413) as it arrives: the SDK checks
+    only a declared length, once it has read the whole body."""
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=EndedTasksBounded())
+    app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
+
+    async def bounded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        body = await asgi.read_body(scope, receive, MAX_REQUEST_BYTES)
+        if body is None:
+            refusal = asgi.rpc_error(None, asgi.INVALID_REQUEST, REQUEST_TOO_LARGE)
+            await asgi.respond_json(send, 413, refusal)
+            return
+        await app(scope, asgi.replaying(body, receive), send)
+
+    return bounded
 
 
 def message(
@@ -111,7 +152,9 @@ class RemoteAgent:
 
     async def open(self, streaming: bool = False) -> RemoteAgent:
         try:
-            self.card = await A2ACardResolver(self._http, self.url).get_agent_card()
+            self.card = await asyncio.wait_for(self._read_card(), CARD_TIMEOUT_S)
+            config = ClientConfig(httpx_client=self._http, streaming=streaming)
+            self._client = ClientFactory(config).create(self.card)
         except Exception as error:
             await self.close()
             # The reason stays in the log: told to whoever named the URL, it would help them
@@ -120,9 +163,18 @@ class RemoteAgent:
             raise ConnectionError(
                 f"cannot reach the A2A agent at {shown(self.url, URL_SHOWN)}"
             ) from None
-        config = ClientConfig(httpx_client=self._http, streaming=streaming)
-        self._client = ClientFactory(config).create(self.card)
         return self
+
+    async def _read_card(self) -> AgentCard:
+        card_url = self.url.rstrip("/") + AGENT_CARD_WELL_KNOWN_PATH
+        body = bytearray()
+        async with self._http.stream("GET", card_url) as response:
+            response.raise_for_status()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_CARD_BYTES:
+                    raise ValueError(f"its agent card is over {MAX_CARD_BYTES:,} bytes")
+        return AgentCard.model_validate_json(body)
 
     async def events(self, sent: Message) -> AsyncIterator[Task | Message]:
         """Each state of the task the message starts (or the agent's reply message)."""
@@ -141,7 +193,7 @@ class RemoteAgent:
         if isinstance(last, Task) and last.status.state != TaskState.completed:
             raise RuntimeError(
                 f"the A2A agent at {self.url} ended its task {last.status.state.value}: "
-                f"{reply_text(last) or 'no reason given'}"
+                f"{shortened(reply_text(last), URL_SHOWN) or 'no reason given'}"
             )
         return reply_text(last)
 

@@ -24,8 +24,9 @@ from typing import Any
 
 from env_core.catalog import Catalog, question_files
 from env_core.demo import resolve_data_dir
-from env_core.errors import SQLEnvError, shown
+from env_core.errors import SQLEnvError, shortened, shown
 from env_core.factory import load_catalog
+from env_core.sandbox import Sandbox
 from env_core.sessions import SessionConfig, SessionManager
 from env_core.settings import Settings
 from evals.green.request import AssessmentRequest, RequestError
@@ -35,6 +36,8 @@ from evals.play import EpisodeRecord, record_of
 from sqlenv_mcp.assessment import Assessment, Seat, Seats
 
 log = logging.getLogger(__name__)
+# What the log keeps of a participant's own words, which may be of any length.
+MAX_LOGGED_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -160,6 +163,10 @@ class Assessor:
         self._catalogs: dict[str, Catalog] = {}
         self._lock = threading.Lock()
         self._in_play = QuestionsInPlay()
+        # Every assessment's SQL runs on these workers: `--sql-workers` in all, however many
+        # assessments run at once (the workers end with this process).
+        config = SessionConfig.of(settings)
+        self._sandbox = Sandbox(config.sql_workers, config.sql_memory_mb, limits=config.limits)
 
     def plan(self, request: AssessmentRequest) -> Plan:
         """The episodes a request asks for; `RequestError` if it cannot be met."""
@@ -210,7 +217,8 @@ class Assessor:
     ) -> AssessmentResult:
         """Play the plan with the participant (called `name` in the records), releasing each
         question from the plan's hold once its episode is recorded."""
-        manager = SessionManager(plan.catalog, SessionConfig.of(plan.settings))
+        config = SessionConfig.of(plan.settings)
+        manager = SessionManager(plan.catalog, config, sandbox=self._sandbox)
         assessment = Assessment(manager, self.seats)
         records: list[EpisodeRecord] = []
         try:
@@ -247,7 +255,8 @@ class Assessor:
         except TimeoutError:
             notes["participant_timeouts"] = 1
         except Exception as error:  # the participant failed: its episode is scored as it stands
-            log.warning("participant failed on %s: %s", task.question_id, error)
+            reason = shortened(str(error), MAX_LOGGED_CHARS)
+            log.warning("participant failed on %s: %s", task.question_id, reason)
             notes["participant_errors"] = 1
         episode = seat.episode()
         calls = [(step.arguments, step.result) for step in episode.history]

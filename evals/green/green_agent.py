@@ -18,6 +18,7 @@ from a2a.types import AgentSkill, DataPart, Message, Part, Role, TaskState, Text
 from a2a.utils import new_task
 
 from env_core.asgi import App, Receive, Scope, Send
+from env_core.errors import shown
 from env_core.sessions import SessionConfig
 from env_core.settings import Settings
 from env_core.tools import tools_for
@@ -46,6 +47,10 @@ SKILL = AgentSkill(
 )
 
 
+UNREADABLE = "the request could not be read as an assessment request"
+FAILED = "the assessment failed on the green agent's side; its log says why"
+
+
 class GreenExecutor(AgentExecutor):
     def __init__(self, assessor: Assessor) -> None:
         self.assessor = assessor
@@ -65,6 +70,10 @@ class GreenExecutor(AgentExecutor):
             hold = self.assessor.hold(plan)
         except RequestError as error:
             await updater.reject(said(str(error)))
+            return
+        except Exception:  # no task may be left unended: its requester would wait for good
+            log.exception("an assessment request could not be read")
+            await updater.reject(said(UNREADABLE))
             return
         with hold:
             await self._assess(plan, hold, updater, said)
@@ -90,6 +99,10 @@ class GreenExecutor(AgentExecutor):
             result = await self.assessor.run(plan, hold, play, participant.card.name, progress)
         except ConnectionError as error:
             await updater.failed(said(str(error)))
+            return
+        except Exception:  # as above: the task ends, the requester is told
+            log.exception("an assessment of %s failed", shown(participant_url, a2a.URL_SHOWN))
+            await updater.failed(said(FAILED))
             return
         finally:
             await participant.close()

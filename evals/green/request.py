@@ -11,7 +11,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
 
+from env_core.errors import listed, shown
+
 PARTICIPANT = "agent"
+SPLIT_NAME = r"^[A-Za-z0-9_.-]+$"  # a question file's name, as the data directory lists them
+MAX_REASONS = 5
 
 
 class RequestError(ValueError):
@@ -23,7 +27,7 @@ class AssessmentConfig(BaseModel):
 
     episodes: int | Literal["all"] = "all"
     seed: int = 0
-    split: str | None = None
+    split: Annotated[str, Field(min_length=1, max_length=100, pattern=SPLIT_NAME)] | None = None
     max_steps: Annotated[int, Field(ge=1, le=1000)] | None = None
     episode_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 300.0
 
@@ -33,7 +37,7 @@ class AssessmentConfig(BaseModel):
         if value == "all" or (type(value) is int and value >= 1):
             return value
         raise ValueError(
-            f"{value!r} is not a number of episodes: give a whole number from 1, or 'all'"
+            f"{shown(value)} is not a number of episodes: give a whole number from 1, or 'all'"
         )
 
 
@@ -53,7 +57,7 @@ def parse_request(payload: str | dict) -> AssessmentRequest:
     if isinstance(payload, str):
         try:
             payload = json.loads(payload)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise RequestError(
                 'the request is not JSON: send {"participants": {"agent": "<A2A URL>"}, '
                 '"config": {...}}'
@@ -64,11 +68,11 @@ def parse_request(payload: str | dict) -> AssessmentRequest:
         reasons = "; ".join(
             f"{'.'.join(map(str, problem['loc'])) or 'request'}: "
             f"{problem['msg'].removeprefix('Value error, ')}"
-            for problem in error.errors(include_url=False)
+            for problem in error.errors(include_url=False)[:MAX_REASONS]
         )
         raise RequestError(f"invalid assessment request: {reasons}") from None
     if set(request.participants) != {PARTICIPANT}:
-        named = ", ".join(sorted(request.participants)) or "none"
+        named = listed(request.participants) or "none"
         raise RequestError(
             f"participants must name one agent under the role {PARTICIPANT!r} (got: {named})"
         )

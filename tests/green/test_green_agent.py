@@ -5,21 +5,23 @@ it does not need to play, and rejects a malformed request with its reason and no
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.types import AgentSkill, Role, Task, TaskState
+from a2a.types import AgentSkill, Role, Task, TaskState, TaskStatus
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
@@ -320,3 +322,162 @@ async def test_a_split_with_no_playable_question_is_rejected(spider_dir, cache_d
         "config.split: split 'unplayable' has no question that can be played here; "
         f"other splits: {DEV}"
     )
+
+
+@contextmanager
+def card_server(card: Callable[[], Awaitable[bytes]]) -> Iterator[str]:
+    """A participant address whose agent card is what `card` answers, on 127.0.0.1."""
+
+    async def app(scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        body = await card()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+    listener = bound_socket("127.0.0.1", 0)
+    config = uvicorn.Config(app, log_level="error", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    finally:
+        server.should_exit = True
+        thread.join()
+
+
+async def huge_card() -> bytes:
+    """A valid card whose description is over the bound (the SDK read any card whole)."""
+    skill = AgentSkill(id="x", name="x", description="x", tags=[])
+    card = a2a.agent_card("huge", "x" * (2 * a2a.MAX_CARD_BYTES), "http://127.0.0.1:9/", skill)
+    return card.model_dump_json().encode()
+
+
+async def no_card() -> bytes:
+    await asyncio.Event().wait()  # never answers: the SDK waited an hour
+    return b""
+
+
+@pytest.mark.parametrize("card", [huge_card, no_card])
+async def test_a_participant_card_too_large_or_too_slow_fails_the_task_soon(green, card):
+    with card_server(card) as url:
+        started = time.monotonic()
+        _, final = await assess(green.url, {"participants": {"agent": url}})
+        waited = time.monotonic() - started
+    assert final.status.state == TaskState.failed
+    assert a2a.reply_text(final) == f"cannot reach the A2A agent at {url!r}"
+    assert waited < a2a.CARD_TIMEOUT_S + 5
+
+
+def test_a_request_body_over_the_limit_is_refused_as_it_arrives(green):
+    def chunks() -> Iterator[bytes]:  # no declared length: the SDK read any such body whole
+        for _ in range(4):
+            yield b" " * a2a.MAX_REQUEST_BYTES
+
+    reply = httpx.post(green.url + "/", content=chunks(), timeout=30)
+    assert reply.status_code == 413
+    assert reply.json()["error"]["message"] == a2a.REQUEST_TOO_LARGE
+
+
+async def test_the_agent_keeps_a_bounded_number_of_ended_tasks(monkeypatch):
+    monkeypatch.setattr(a2a, "MAX_ENDED_TASKS", 3)
+    store = a2a.EndedTasksBounded()
+    for index in range(6):
+        state = TaskState.working if index == 1 else TaskState.rejected
+        task = Task(id=f"t{index}", context_id="c", status=TaskStatus(state=state))
+        await store.save(task)
+    assert list(store.tasks) == ["t1", "t3", "t4", "t5"]  # the oldest ended ones went first
+
+
+@pytest.mark.parametrize(
+    ("request_text", "reason"),
+    [
+        (
+            '{"participants": {"agent": "http://127.0.0.1:9/"}, "config": {"split": ""}}',
+            "config.split: String should have at least 1 character",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "the request is not JSON"),
+        (
+            json.dumps(
+                {
+                    "participants": {"agent": "http://127.0.0.1:9/"},
+                    "config": {"episodes": "x" * 100_000},
+                }
+            ),
+            f"config.episodes: '{'x' * 39}... is not a number of episodes",
+        ),
+        (
+            json.dumps(
+                {"participants": {f"role{n}": "http://127.0.0.1:9/" for n in range(20_000)}}
+            ),
+            "participants must name one agent under the role 'agent' (got: 'role0', 'role1'",
+        ),
+    ],
+)
+async def test_a_request_the_agent_cannot_take_ends_its_task_with_a_short_reason(
+    green, request_text, reason
+):
+    _, final = await assess(green.url, request_text)
+    assert final.status.state == TaskState.rejected
+    said = a2a.reply_text(final)
+    assert reason in said and len(said) < 1_000
+
+
+SLOW_SQL = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 3000000) "
+    "SELECT count(*) FROM c"
+)
+
+
+class SlowQueryExecutor(AgentExecutor):
+    """A participant whose one call is a query that runs in a SQL worker for a while."""
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        url = a2a.payload(context.message)["mcp_url"]
+        async with (
+            streamable_http_client(url) as (read, write, _),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            await client.call_tool("start_episode", {})
+            await client.call_tool("query", {"sql": SLOW_SQL})
+        await event_queue.enqueue_event(a2a.message("done", role=Role.agent))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+async def test_assessments_at_once_share_the_agents_sql_workers(spider_dir, cache_dir):
+    """Each assessment had SQL workers of its own: 30 at once ran 30 workers, whatever
+    --sql-workers said."""
+    server = start_agent("green", "--sql-workers", "1", spider_dir=spider_dir, cache_dir=cache_dir)
+    workers: set[int] = set()
+    finished = asyncio.Event()
+
+    async def count_workers() -> None:
+        process = psutil.Process(server.process.pid)
+        while not finished.is_set():
+            workers.update(child.pid for child in process.children(recursive=True))
+            await asyncio.sleep(0.02)
+
+    try:
+        with serving("slow", SlowQueryExecutor()) as url:
+            counting = asyncio.create_task(count_workers())
+            finals = await asyncio.gather(
+                *(
+                    assess(
+                        server.url,
+                        {"participants": {"agent": url}, "config": {"episodes": 1, "seed": seed}},
+                    )
+                    for seed in (21, 22, 23)
+                )
+            )
+            finished.set()
+            await counting
+    finally:
+        server.stop()
+    assert [final.status.state for _, final in finals] == [TaskState.completed] * 3
+    assert len(workers) == 1
