@@ -74,14 +74,23 @@ def agent_card(name: str, description: str, url: str, skill: AgentSkill) -> Agen
 
 class EndedTasksBounded(InMemoryTaskStore):
     """The SDK's in-memory store, which keeps every task until the process ends (rejected
-    requests included), keeping at most `MAX_ENDED_TASKS` of those that have ended."""
+    requests included), keeping at most `MAX_ENDED_TASKS` of those that have ended: the
+    earliest to end go first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._ended: dict[str, None] = {}  # the ids of the tasks that have ended, in turn
 
     async def save(self, task: Task, context: ServerCallContext | None = None) -> None:
         await super().save(task, context)
+        if task.status.state not in ENDED:
+            return
         async with self.lock:
-            ended = [key for key, kept in self.tasks.items() if kept.status.state in ENDED]
-            for key in ended[: max(0, len(ended) - MAX_ENDED_TASKS)]:
-                del self.tasks[key]
+            self._ended[task.id] = None
+            while len(self._ended) > MAX_ENDED_TASKS:
+                earliest = next(iter(self._ended))
+                del self._ended[earliest]
+                self.tasks.pop(earliest, None)
 
 
 def a2a_app(card: AgentCard, executor: AgentExecutor) -> App:
