@@ -76,24 +76,38 @@ IN_PLAY = (
 
 
 class QuestionsInPlay:
-    """The questions the assessments in progress hold: each is played by one at a time."""
+    """The questions the assessments in progress hold: each is played by one at a time, and
+    at most `max_assessments` assessments hold questions at once (each holds an episode)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_assessments: int) -> None:
+        self.max_assessments = max_assessments
         self._held: set[str] = set()
+        self._holds = 0
         self._lock = threading.Lock()
 
     def hold(self, question_ids: Iterable[str]) -> Hold:
-        """A hold on these questions; `RequestError` if an assessment holds one already."""
+        """A hold on these questions; `RequestError` if an assessment holds one already, or
+        as many assessments as may run are running."""
         wanted = set(question_ids)
         with self._lock:
+            if self._holds >= self.max_assessments:
+                raise RequestError(
+                    "as many assessments as this green agent runs at once "
+                    f"({self.max_assessments}, its --max-episodes) are running; try again when "
+                    "one ends"
+                )
             if not wanted.isdisjoint(self._held):
                 raise RequestError(IN_PLAY)
             self._held |= wanted
+            self._holds += 1
         return Hold(self, wanted)
 
-    def release(self, question_ids: set[str]) -> None:
+    def release(self, question_ids: set[str], *, ended: bool = False) -> None:
+        """Release questions of a hold; `ended`: the hold has ended."""
         with self._lock:
             self._held -= question_ids
+            if ended:
+                self._holds -= 1
 
 
 class Hold:
@@ -112,7 +126,7 @@ class Hold:
         return self
 
     def __exit__(self, *_exception: object) -> None:
-        self._in_play.release(self._held)
+        self._in_play.release(self._held, ended=True)
         self._held = set()
 
 
@@ -162,7 +176,7 @@ class Assessor:
         self.base_url = base_url.rstrip("/")
         self._catalogs: dict[str, Catalog] = {}
         self._lock = threading.Lock()
-        self._in_play = QuestionsInPlay()
+        self._in_play = QuestionsInPlay(settings.max_episodes)
         # Every assessment's SQL runs on these workers: `--sql-workers` in all, however many
         # assessments run at once (the workers end with this process).
         config = SessionConfig.of(settings)

@@ -481,3 +481,45 @@ async def test_assessments_at_once_share_the_agents_sql_workers(spider_dir, cach
         server.stop()
     assert [final.status.state for _, final in finals] == [TaskState.completed] * 3
     assert len(workers) == 1
+
+
+class WaitingExecutor(AgentExecutor):
+    """A participant that replies once it is told to."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.go = threading.Event()
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        self.started.set()
+        await asyncio.to_thread(self.go.wait, 60)
+        await event_queue.enqueue_event(a2a.message("done", role=Role.agent))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        raise NotImplementedError
+
+
+async def test_assessments_at_once_are_at_most_max_episodes(spider_dir, cache_dir):
+    """Each assessment holds an episode: 261 ran at once with --max-episodes 256."""
+    server = start_agent("green", "--max-episodes", "1", spider_dir=spider_dir, cache_dir=cache_dir)
+    executor = WaitingExecutor()
+    try:
+        with serving("waiting", executor) as url:
+
+            def request(seed: int) -> dict[str, Any]:
+                return {"participants": {"agent": url}, "config": {"episodes": 1, "seed": seed}}
+
+            first = asyncio.create_task(assess(server.url, request(1)))
+            assert await asyncio.to_thread(executor.started.wait, 60)
+            _, refused = await assess(server.url, request(2))
+            executor.go.set()
+            _, ended = await first
+            _, after = await assess(server.url, request(2))
+    finally:
+        server.stop()
+    assert refused.status.state == TaskState.rejected
+    assert a2a.reply_text(refused) == (
+        "as many assessments as this green agent runs at once (1, its --max-episodes) are "
+        "running; try again when one ends"
+    )
+    assert ended.status.state == after.status.state == TaskState.completed
