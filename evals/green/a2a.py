@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from importlib.metadata import version
 from typing import Any
 
@@ -20,6 +20,7 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.server.agent_execution import AgentExecutor
 from a2a.server.apps import A2AStarletteApplication
 from a2a.server.context import ServerCallContext
+from a2a.server.events import Event
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import (
@@ -27,7 +28,9 @@ from a2a.types import (
     AgentCard,
     AgentSkill,
     DataPart,
+    InvalidParamsError,
     Message,
+    MessageSendParams,
     Part,
     Role,
     Task,
@@ -36,6 +39,7 @@ from a2a.types import (
 )
 from a2a.utils import get_data_parts, get_message_text
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+from a2a.utils.errors import ServerError
 
 from env_core import asgi
 from env_core.asgi import App, Receive, Scope, Send
@@ -51,6 +55,9 @@ CARD_TIMEOUT_S = 10.0
 # A message to an agent is a few kilobytes: an assessment request, an episode's brief, a reply.
 MAX_REQUEST_BYTES = 1 << 20
 REQUEST_TOO_LARGE = f"a request body may be at most {MAX_REQUEST_BYTES:,} bytes"
+FOLLOW_UP = (
+    "a message may not name a task: each starts a task of its own (send it without a task id)"
+)
 # Tasks an agent keeps for `tasks/get` once they have ended; the oldest go first.
 MAX_ENDED_TASKS = 1_000
 ENDED = frozenset({TaskState.completed, TaskState.failed, TaskState.rejected, TaskState.canceled})
@@ -93,11 +100,36 @@ class EndedTasksBounded(InMemoryTaskStore):
                 self.tasks.pop(earliest, None)
 
 
+class NewTasksOnly(DefaultRequestHandler):
+    """The SDK's handler, with each message starting a task of its own: one that names a task
+    is refused before the agent runs. The SDK would run the agent again on that task, and the
+    agents read every message as a new request (a second message to a running assessment
+    marked its task rejected while the first ran on, unseen, its result lost)."""
+
+    async def on_message_send(
+        self, params: MessageSendParams, context: ServerCallContext | None = None
+    ) -> Message | Task:
+        _refuse_follow_up(params)
+        return await super().on_message_send(params, context)
+
+    async def on_message_send_stream(
+        self, params: MessageSendParams, context: ServerCallContext | None = None
+    ) -> AsyncGenerator[Event]:
+        _refuse_follow_up(params)
+        async for event in super().on_message_send_stream(params, context):
+            yield event
+
+
+def _refuse_follow_up(params: MessageSendParams) -> None:
+    if params.message.task_id is not None:
+        raise ServerError(InvalidParamsError(message=FOLLOW_UP))
+
+
 def a2a_app(card: AgentCard, executor: AgentExecutor) -> App:
     """The agent's JSON-RPC endpoint at `/` and its card at `/.well-known/agent-card.json`.
     A request body over `MAX_REQUEST_BYTES` is refused (413) as it arrives: the SDK checks
     only a declared length, once it has read the whole body."""
-    handler = DefaultRequestHandler(agent_executor=executor, task_store=EndedTasksBounded())
+    handler = NewTasksOnly(agent_executor=executor, task_store=EndedTasksBounded())
     app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
 
     async def bounded(scope: Scope, receive: Receive, send: Send) -> None:

@@ -19,6 +19,7 @@ import httpx
 import psutil
 import pytest
 import uvicorn
+from a2a.client.errors import A2AClientJSONRPCError
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.types import AgentSkill, Role, Task, TaskState, TaskStatus
@@ -523,3 +524,30 @@ async def test_assessments_at_once_are_at_most_max_episodes(spider_dir, cache_di
         "running; try again when one ends"
     )
     assert ended.status.state == after.status.state == TaskState.completed
+
+
+async def test_a_message_to_a_running_assessment_leaves_it_running(spider_dir, cache_dir):
+    """A second message naming a running assessment's task started a second run of it, which
+    marked the task rejected: the first ran on unseen, its result lost."""
+    server = start_agent("green", spider_dir=spider_dir, cache_dir=cache_dir)
+    executor = WaitingExecutor()
+    try:
+        with serving("waiting", executor) as url:
+            request = {"participants": {"agent": url}, "config": {"episodes": 1, "seed": 4}}
+            assessing = await a2a.RemoteAgent(server.url).open(streaming=True)
+            other = await a2a.RemoteAgent(server.url).open(streaming=True)
+            try:
+                states = assessing.events(a2a.message(json.dumps(request)))
+                task = await anext(states)
+                assert await asyncio.to_thread(executor.started.wait, 60)
+                sent = a2a.message("and again", context_id=task.context_id, task_id=task.id)
+                with pytest.raises(A2AClientJSONRPCError, match=re.escape(a2a.FOLLOW_UP)):
+                    [event async for event in other.events(sent)]
+                executor.go.set()
+                final = [state async for state in states][-1]
+            finally:
+                await assessing.close()
+                await other.close()
+    finally:
+        server.stop()
+    assert final.status.state == TaskState.completed
