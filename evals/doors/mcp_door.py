@@ -13,15 +13,17 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
+from datetime import timedelta
 from typing import Any
 
+import httpx
 from anyio import BrokenResourceError, ClosedResourceError
 from anyio.from_thread import start_blocking_portal
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import McpError
-from mcp.types import CallToolResult
+from mcp.types import CONNECTION_CLOSED, CallToolResult
 from pydantic import AnyUrl
 
 from env_core.episode import EpisodeStart, ToolResult
@@ -35,6 +37,11 @@ SERVER_FLAGS = ["--no-output-schemas"]
 DATABASES = AnyUrl("sqlenv://databases")
 # The SDK client's error for a call its server answered 404: the session is gone.
 SESSION_TERMINATED = "Session terminated"
+# How much longer than a query may run a call may wait for its answer (a new database's
+# schema read, a wait for a SQL worker): past it, the server is taken to be stuck.
+REPLY_MARGIN_S = 60.0
+# The wait for a server whose query timeout the client does not know.
+DEFAULT_REPLY_S = 120.0
 log = logging.getLogger(__name__)
 
 
@@ -42,14 +49,20 @@ class MCPConnection:
     """One MCP client session, driven synchronously through a blocking portal; `transport`
     makes the client transport (it runs in the portal's event loop)."""
 
-    def __init__(self, transport: Callable[[], Any], where: str) -> None:
+    def __init__(
+        self, transport: Callable[[], Any], where: str, reply_s: float = DEFAULT_REPLY_S
+    ) -> None:
+        """`reply_s`: how long a call may wait for its answer before the server is given up
+        on (the SDK waits as long as its transport does: forever over stdio)."""
         self.where = where
+        self.reply_s = reply_s
         self._entered: list[AbstractContextManager] = []
         self._portal_manager = start_blocking_portal()
         self._portal = self._portal_manager.__enter__()
         try:
             read, write = self._enter(transport())[:2]
-            self._session: ClientSession = self._enter(ClientSession(read, write))
+            waiting = timedelta(seconds=reply_s)
+            self._session: ClientSession = self._enter(ClientSession(read, write, waiting))
             self._portal.call(self._session.initialize)
         except BaseException:
             self.close()
@@ -68,8 +81,14 @@ class MCPConnection:
             # The SDK client closes its streams, with no message, when the transport fails.
             raise self._lost() from None
         except McpError as error:
-            # A server that no longer knows the session (it restarted) answers 404.
-            if error.error.message == SESSION_TERMINATED:
+            # A server that no longer knows the session (it restarted) answers 404; one that
+            # has gone closes the connection; one that is stuck does not answer.
+            if error.error.code == httpx.codes.REQUEST_TIMEOUT:
+                raise ConnectionError(
+                    f"the MCP server {self.where} did not answer within {self.reply_s:g} s; "
+                    "its episodes are given up"
+                ) from None
+            if error.error.message == SESSION_TERMINATED or error.error.code == CONNECTION_CLOSED:
                 raise self._lost() from None
             raise
 
@@ -102,7 +121,8 @@ class MCPDoor:
         self._server: LocalServer | None = None
         try:
             transport, where = self._transport()
-            self._connection = MCPConnection(transport, where)
+            reply_s = spec.settings.query_timeout_s + REPLY_MARGIN_S
+            self._connection = MCPConnection(transport, where, reply_s)
             if spec.url is not None:
                 served = json.loads(self._connection.read(DATABASES)).get("catalog", {})
                 check_same_catalog(spec.url, served, self.catalog, spec.settings.split)

@@ -1,12 +1,15 @@
 """The same seed and policy give the same episodes, step for step, through every door."""
 
+import contextlib
 import sys
 
+import psutil
 import pytest
 
 from env_core.errors import DataError
 from env_core.settings import Settings
 from evals import DoorSpec, OraclePolicy, RandomPolicy, evaluate, open_door
+from evals.doors import mcp_door
 from evals.local_server import LocalServer
 
 EPISODES = 50
@@ -87,3 +90,31 @@ def test_an_episode_lost_with_its_server_stops_the_run_rather_than_score_it(kind
     finally:
         door.close()
         server.stop()
+
+
+@pytest.mark.parametrize("kind", ["mcp-stdio", "mcp-http"])
+def test_a_stuck_mcp_server_fails_the_call_soon_with_a_clear_error(kind, spec_for, monkeypatch):
+    """The SDK's client waited for an answer forever over stdio, and 300 s over HTTP."""
+    monkeypatch.setattr(mcp_door, "REPLY_MARGIN_S", 2.0)
+    door = open_door(spec_for(kind))
+    try:
+        start = door.start("dev_without_wta_1:1")
+        server = newest_mcp_server()
+        server.suspend()
+        try:
+            with pytest.raises(ConnectionError, match="did not answer within 4 s"):
+                door.step(start.episode_id, "describe", {"table": start.tables[0]})
+        finally:
+            server.resume()
+    finally:
+        door.close()
+
+
+def newest_mcp_server() -> psutil.Process:
+    """The MCP server this process started last (earlier ones may still be ending)."""
+    servers = []
+    for process in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # ended meanwhile
+            if "sqlenv_mcp" in process.cmdline() and process.status() != psutil.STATUS_ZOMBIE:
+                servers.append(process)
+    return max(servers, key=psutil.Process.create_time)
