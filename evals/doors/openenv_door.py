@@ -3,17 +3,20 @@
 One client is one server session holding one episode; `reset` on the next question ends the
 previous episode, so `end` has nothing to do. When the connection drops, the client's next call
 opens a new session, which has no episode: that call raises `ConnectionError` rather than
-recording the session's refusal as the episode's end, which would score the agent for it.
+recording the session's refusal as the episode's end, which would score the agent for it. A
+call the dropped connection interrupts raises it too, rather than the socket library's error.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
 from openenv.core.env_server.mcp_types import CallToolAction
+from websockets.exceptions import ConnectionClosed
 
 from adapters.openenv.client import SQLEnvClient
 from env_core.episode import EpisodeStart, ToolResult
@@ -45,7 +48,8 @@ class OpenEnvDoor:
             raise
 
     def start(self, question_id: str) -> EpisodeStart:
-        observation = self._client.reset(question_id=question_id).observation
+        with self._losing("the episode it was starting"):
+            observation = self._client.reset(question_id=question_id).observation
         if observation.error:
             raise error_from(observation.data)
         data = observation.data
@@ -59,13 +63,12 @@ class OpenEnvDoor:
         )
 
     def step(self, episode_id: str, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
-        result = self._client.step(CallToolAction(tool_name=tool, arguments=dict(arguments)))
+        action = CallToolAction(tool_name=tool, arguments=dict(arguments))
+        with self._losing(f"episode {episode_id}"):
+            result = self._client.step(action)
         observation = result.observation
         if observation.episode_id != episode_id:
-            raise ConnectionError(
-                f"the connection to the OpenEnv server at {self._url} was lost, and episode "
-                f"{episode_id} with it (a new session answered: {observation.text})"
-            )
+            raise self._lost(f"episode {episode_id}", f"a new session answered: {observation.text}")
         return ToolResult(
             tool,
             observation.ok,
@@ -77,6 +80,20 @@ class OpenEnvDoor:
 
     def end(self, episode_id: str) -> None:
         pass
+
+    @contextmanager
+    def _losing(self, what: str) -> Iterator[None]:
+        """A call on the connection, whose closing (the server went away) loses `what`."""
+        try:
+            yield
+        except (ConnectionClosed, ConnectionError) as error:  # closed, or not to be reopened
+            raise self._lost(what, str(error)) from None
+
+    def _lost(self, what: str, why: str) -> ConnectionError:
+        return ConnectionError(
+            f"the connection to the OpenEnv server at {self._url} was lost, and {what} with "
+            f"it ({why})"
+        )
 
     def worker_spec(self) -> DoorSpec:
         return self.spec.at(self._server.url) if self._server else self.spec

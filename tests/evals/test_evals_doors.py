@@ -2,6 +2,7 @@
 
 import contextlib
 import sys
+import threading
 
 import psutil
 import pytest
@@ -14,6 +15,10 @@ from evals.local_server import LocalServer
 
 EPISODES = 50
 SEED = 11
+SLOW_SQL = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 30000000) "
+    "SELECT count(*) FROM c"
+)
 
 
 def play_both(spec) -> dict:
@@ -118,3 +123,16 @@ def newest_mcp_server() -> psutil.Process:
             if "sqlenv_mcp" in process.cmdline() and process.status() != psutil.STATUS_ZOMBIE:
                 servers.append(process)
     return max(servers, key=psutil.Process.create_time)
+
+
+def test_an_openenv_server_gone_mid_episode_stops_the_door_with_a_clear_error(spec_for):
+    """The door raised the socket library's ConnectionClosedError, which `sqlenv eval` showed
+    as a traceback rather than the reason."""
+    door = open_door(spec_for("openenv"))
+    try:
+        start = door.start("dev_without_wta_1:1")
+        threading.Timer(0.5, door._server.process.kill).start()  # while the query runs
+        with pytest.raises(ConnectionError, match=f"and episode {start.episode_id} with it"):
+            door.step(start.episode_id, "query", {"sql": SLOW_SQL})
+    finally:
+        door.close()
