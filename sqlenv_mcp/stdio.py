@@ -35,15 +35,13 @@ Outgoing = SessionMessage | dict[str, Any]
 
 
 @asynccontextmanager
-async def stdio_streams(
-    stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
-) -> AsyncIterator[
+async def stdio_streams() -> AsyncIterator[
     tuple[MemoryObjectReceiveStream[SessionMessage], MemoryObjectSendStream[SessionMessage]]
 ]:
-    """The server's read and write streams over `stdin` and `stdout` (the process's own by
-    default), as the SDK's `stdio_server` gives them."""
-    source = stdin or sys.stdin.buffer
-    sink = anyio.wrap_file(stdout or sys.stdout.buffer)
+    """The server's read and write streams over this process's stdin and stdout, as the SDK's
+    `stdio_server` gives them."""
+    source = sys.stdin.buffer
+    sink = anyio.wrap_file(sys.stdout.buffer)
     to_server, read_stream = anyio.create_memory_object_stream[SessionMessage](0)
     write_stream, outgoing = anyio.create_memory_object_stream[Outgoing](0)
     answers = write_stream.clone()
