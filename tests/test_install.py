@@ -116,9 +116,32 @@ async def test_uvx_runs_the_mcp_server_from_the_wheel(wheel, installed, demo_cat
         (["python", "-m", "training.sft", "--tiny"], "train"),
     ],
 )
-def test_a_door_without_its_extra_names_it_in_one_line(installed, command, extra, tmp_path):
+def test_a_door_without_its_extra_names_it_in_one_line(installed, wheel, command, extra, tmp_path):
     result = run(installed / command[0], *command[1:], cwd=tmp_path, stdin=subprocess.DEVNULL)
     lines = result.stderr.strip().splitlines()
     assert result.returncode != 0 and len(lines) == 1, result.stderr
     assert f"needs the '{extra}' extra" in lines[0]
-    assert f"pip install 'sqlenv-mcp[{extra}]'" in lines[0]
+    assert f"install 'sqlenv-mcp[{extra}] @ {wheel.as_uri()}'" in lines[0]
+
+
+@pytest.fixture
+def installed_alone(wheel, tmp_path) -> Path:
+    """Another environment with the wheel alone, for a test that adds an extra to it."""
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", venv, check=True)
+    assert run(venv / "bin" / "pip", "install", "-q", wheel).returncode == 0
+    return venv / "bin"
+
+
+def test_the_install_command_a_missing_extra_names_installs_it(installed_alone, tmp_path):
+    """The hint is a command that works for the way the package was installed (here from a
+    wheel file, whose name is on no package index): run as printed, the door then works."""
+    evaluate = [installed_alone / "sqlenv", "eval", "--policy", "oracle", "--episodes", "2"]
+    refused = run(*evaluate, "--out", tmp_path / "run", stdin=subprocess.DEVNULL)
+    hint = refused.stderr.strip().rsplit("): ", 1)[1]
+    assert hint.startswith(str(installed_alone / "python")) and " -m pip install " in hint, hint
+    added = run("sh", "-c", hint)
+    assert added.returncode == 0, added.stderr
+    evaluated = run(*evaluate, "--no-progress", "--out", tmp_path / "run")
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "oracle" in evaluated.stdout
