@@ -1,19 +1,49 @@
-"""The adapters' console scripts: each checks its extra before importing the door it starts."""
+"""The adapters' console scripts. Each reads its arguments before it imports its door, so
+`--help`, `--version` and a mistake answer at once, with or without the door's extra."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
 
-from env_core.command_line import run_main
+from env_core.asgi import listening_socket
+from env_core.command_line import CommandParser, run_main
+from env_core.settings import Settings, add_arguments
 
 
-def openenv() -> int:
+def web_enabled() -> bool:
+    """OpenEnv's own switch for the /web page."""
+    return os.environ.get("ENABLE_WEB_INTERFACE", "").lower() in ("1", "true", "yes")
+
+
+def openenv_parser() -> argparse.ArgumentParser:
+    parser = CommandParser(
+        prog="sqlenv-openenv",
+        description="Serve the sqlenv SQL-exploration environment with OpenEnv (WebSocket /ws, "
+        "HTTP /reset /step /state, JSON-RPC /mcp; /web with --web).",
+    )
+    parser.add_argument(
+        "--web",
+        action="store_true",
+        default=web_enabled(),
+        help="serve the /web page too (default: $ENABLE_WEB_INTERFACE)",
+    )
+    add_arguments(parser)
+    return parser
+
+
+def openenv(argv: list[str] | None = None) -> int:
     """`sqlenv-openenv`: the OpenEnv server."""
+    arguments = openenv_parser().parse_args(argv)
 
-    def serve() -> int:
-        from adapters.openenv.server import main
+    def serve() -> None:
+        settings = Settings.from_arguments(arguments)
+        # Bound first: a port in use is said before the door's libraries load.
+        listener = listening_socket(settings.host, settings.port)
+        from adapters.openenv.server import serve
 
-        return main()
+        serve(settings, listener, web=arguments.web)
 
     return run_main("sqlenv-openenv", serve)
 

@@ -1,8 +1,5 @@
 """Training with TRL: datasets, oracle transcripts for SFT, the SFT and GRPO entry points.
 
-The package needs the `train` extra; without it, importing it is one clear error.
+The training itself needs the `train` extra; without it, a command says so in one line, and
+its `--help` still answers (the libraries load after the arguments are read).
 """
-
-from env_core.extras import require_extra
-
-require_extra("train", "training", __name__)

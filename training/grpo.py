@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from trl import GRPOConfig, GRPOTrainer
-
-from adapters.trl import environment_factory
-from env_core.command_line import run_main
+from training.command import command_line, load_run, run_command
 from training.config import RunConfig
-from training.datasets import task_dataset
-from training.setup import command_line, load_run, model_path, open_run
+
+if TYPE_CHECKING:
+    from trl import GRPOTrainer
 
 
 def grpo_trainer(config: RunConfig) -> GRPOTrainer:
     """A trainer over the configured questions; its environments share one session manager."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    from adapters.trl import environment_factory
+    from training.datasets import task_dataset
+    from training.setup import model_path, open_run
+
     setup = open_run(config)
     return GRPOTrainer(
         model=model_path(setup),
@@ -31,9 +36,7 @@ def grpo_trainer(config: RunConfig) -> GRPOTrainer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = command_line("grpo", __doc__.split("\n\n")[0])
-    arguments = parser.parse_args(argv)
-    return run_main(parser.prog, lambda: train(arguments))
+    return run_command(command_line("grpo", __doc__.split("\n\n")[0]), train, argv)
 
 
 def train(arguments: argparse.Namespace) -> None:

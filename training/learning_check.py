@@ -13,20 +13,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import sys
 from pathlib import Path
 
-from transformers import AutoModelForCausalLM, AutoTokenizer
-
-from adapters.trl import SQLEnvTRL
-from env_core.command_line import CommandParser, run_main
+from env_core.command_line import CommandParser
 from env_core.settings import Settings, add_arguments, argument_type, whole
+from training.command import go_offline, run_command
 from training.config import load_config, tiny_config
-from training.datasets import choose_questions
-from training.setup import OFFLINE, model_path, open_run, oracle_dataset
-from training.sft import sft_trainer
-from training.tool_calls import well_formed_rate
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,13 +33,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epochs", type=float, help="SFT epochs (default: sft_tiny.toml's)")
     parser.add_argument("--output-dir", type=Path, default=Path("outputs/learning-check"))
     add_arguments(parser, groups=("data",))
-    arguments = parser.parse_args(argv)
-    return run_main(parser.prog, lambda: check(arguments))
+    return run_command(parser, check, argv)
 
 
 def check(arguments: argparse.Namespace) -> None:
-    for name in OFFLINE:
-        os.environ.setdefault(name, "1")
+    # The libraries load once the arguments are read, so that --help answers at once.
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from adapters.trl import SQLEnvTRL
+    from training.datasets import choose_questions
+    from training.setup import model_path, open_run, oracle_dataset
+    from training.sft import sft_trainer
+    from training.tool_calls import well_formed_rate
+
+    go_offline()
 
     base = load_config(tiny_config("sft"))
     trainer_settings = {

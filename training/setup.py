@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from datasets import Dataset
 
 from adapters.trl import SQLEnvTRL
 from env_core.catalog import Question
-from env_core.command_line import CommandParser
 from env_core.factory import open_sessions
 from env_core.sessions import SessionManager
-from training.config import RunConfig, load_config, tiny_config
+from training.config import RunConfig
 from training.datasets import choose_questions
 from training.tiny import build_tiny
 from training.transcripts import sft_dataset
-
-OFFLINE = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
 @dataclass
@@ -28,34 +22,6 @@ class RunSetup:
     config: RunConfig
     manager: SessionManager
     questions: list[Question]
-
-
-def command_line(stage: str, description: str) -> argparse.ArgumentParser:
-    parser = CommandParser(prog=f"python -m training.{stage}", description=description)
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--config", type=Path, help="a TOML run configuration")
-    source.add_argument(
-        "--tiny",
-        action="store_true",
-        help=f"the CPU run of training/configs/{stage}_tiny.toml (tiny local model, offline)",
-    )
-    parser.add_argument(
-        "--resume",
-        nargs="?",
-        const=True,
-        default=None,
-        help="resume from the last checkpoint in output_dir, or from the checkpoint given",
-    )
-    parser.add_argument("--push-to-hub", metavar="REPO_ID", help="push the result to this repo")
-    return parser
-
-
-def load_run(arguments: argparse.Namespace, stage: str) -> RunConfig:
-    config = load_config(tiny_config(stage) if arguments.tiny else arguments.config)
-    if config.tiny or arguments.tiny:
-        for name in OFFLINE:
-            os.environ.setdefault(name, "1")
-    return config
 
 
 def open_run(config: RunConfig) -> RunSetup:

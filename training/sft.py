@@ -9,23 +9,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from datasets import Dataset
-from trl import SFTConfig, SFTTrainer
-
-from env_core.command_line import run_main
+from training.command import command_line, load_run, run_command
 from training.config import RunConfig
-from training.setup import (
-    RunSetup,
-    command_line,
-    load_run,
-    model_path,
-    open_run,
-    oracle_dataset,
-)
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+    from trl import SFTTrainer
+
+    from training.setup import RunSetup
 
 
 def sft_trainer(setup: RunSetup, transcripts: Dataset, path: str) -> SFTTrainer:
+    from trl import SFTConfig, SFTTrainer
+
     # A path, not a model: TRL loads it with the config's `model_init_kwargs` (dtype, ...).
     return SFTTrainer(
         model=path,
@@ -36,6 +34,8 @@ def sft_trainer(setup: RunSetup, transcripts: Dataset, path: str) -> SFTTrainer:
 
 def run_sft(config: RunConfig, resume: str | bool | None = None) -> SFTTrainer:
     """Train, save the model and tokenizer to the output dir, and return the trainer."""
+    from training.setup import model_path, open_run, oracle_dataset
+
     setup = open_run(config)
     transcripts = oracle_dataset(setup)
     trainer = sft_trainer(setup, transcripts, model_path(setup, transcripts))
@@ -45,9 +45,7 @@ def run_sft(config: RunConfig, resume: str | bool | None = None) -> SFTTrainer:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = command_line("sft", __doc__.split("\n\n")[0])
-    arguments = parser.parse_args(argv)
-    return run_main(parser.prog, lambda: train(arguments))
+    return run_command(command_line("sft", __doc__.split("\n\n")[0]), train, argv)
 
 
 def train(arguments: argparse.Namespace) -> None:

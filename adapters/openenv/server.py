@@ -11,10 +11,10 @@ holds at most `--max-episodes-per-client` episodes at once, and a reset beyond t
 
 from __future__ import annotations
 
-import argparse
 import functools
 import logging
 import os
+import socket
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
@@ -30,19 +30,18 @@ from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservatio
 from openenv.core.env_server.types import ConcurrencyConfig, HealthResponse, HealthStatus
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from adapters.commands import openenv, web_enabled
 from adapters.openenv.echoes import brief_detail, brief_errors
 from adapters.openenv.environment import SQLExploreEnvironment
 from adapters.openenv.guard import RequestGuard
 from adapters.openenv.models import EpisodeObservation, SQLState
 from adapters.openenv.openapi import document_websocket
 from adapters.openenv.web import build_play_ui
-from env_core.asgi import listening_socket
-from env_core.command_line import CommandParser, run_main
 from env_core.factory import open_sessions
 from env_core.garbage_collection import tune_for_serving
 from env_core.http_protocol import TimedRequests
 from env_core.parent_watch import stop_with_parent
-from env_core.settings import Settings, add_arguments
+from env_core.settings import Settings
 
 # Episodes held beyond the WebSocket sessions: the web page's one, and those of stateless
 # POST /reset calls, which live only while the request runs.
@@ -147,51 +146,23 @@ def serve_health(app: FastAPI, unavailable: Callable[[], str | None]) -> None:
         return JSONResponse(body, status_code=503)
 
 
-def web_enabled() -> bool:
-    """OpenEnv's own switch for the /web page."""
-    return os.environ.get("ENABLE_WEB_INTERFACE", "").lower() in ("1", "true", "yes")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = CommandParser(
-        prog="sqlenv-openenv",
-        description="Serve the sqlenv SQL-exploration environment with OpenEnv (WebSocket /ws, "
-        "HTTP /reset /step /state, JSON-RPC /mcp; /web with --web).",
-    )
-    parser.add_argument(
-        "--web",
-        action="store_true",
-        default=web_enabled(),
-        help="serve the /web page too (default: $ENABLE_WEB_INTERFACE)",
-    )
-    add_arguments(parser)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    settings = Settings.from_arguments(args)
-    if args.web:
+def serve(settings: Settings, listener: socket.socket, web: bool = False) -> None:
+    """Serve on the listening socket, with `/web` if asked (`adapters.commands.openenv`)."""
+    if web:
         os.environ["ENABLE_WEB_INTERFACE"] = "true"  # create_app reads only this switch
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
     )
-
-    def serve() -> None:
-        app = build_app(settings)
-        tune_for_serving()
-        listener = listening_socket(settings.host, settings.port)
-        stop_with_parent()
-        web = " (and /web)" if args.web else ""
-        url = f"http://{settings.host}:{settings.port}"
-        print(f"sqlenv-openenv: serving OpenEnv at {url}{web}", file=sys.stderr, flush=True)
-        config = uvicorn.Config(
-            app, log_level=settings.log_level, http=TimedRequests, **WEBSOCKET_OPTIONS
-        )
-        uvicorn.Server(config).run(sockets=[listener])
-
-    return run_main("sqlenv-openenv", serve)
+    app = build_app(settings)
+    tune_for_serving()
+    stop_with_parent()
+    url = f"http://{settings.host}:{settings.port}" + (" (and /web)" if web else "")
+    print(f"sqlenv-openenv: serving OpenEnv at {url}", file=sys.stderr, flush=True)
+    config = uvicorn.Config(
+        app, log_level=settings.log_level, http=TimedRequests, **WEBSOCKET_OPTIONS
+    )
+    uvicorn.Server(config).run(sockets=[listener])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(openenv())

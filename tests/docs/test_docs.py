@@ -55,6 +55,29 @@ def test_every_flag_of_every_command_is_in_its_reference_section(monkeypatch):
         assert not missing, f"{command}: {missing} not in {REFERENCE.name}{REGENERATE}"
 
 
+# What a command's --help must not wait for: the doors' and training's libraries.
+HEAVY_LIBRARIES = {"torch", "transformers", "trl", "datasets", "gradio", "fastapi", "openenv"}
+
+
+def test_every_command_answers_help_before_loading_a_heavy_library():
+    """--help (and so a mistake in the arguments) is read before the libraries load: each
+    command's help, in a process of its own, imports none of them."""
+    for command in cli_reference.commands():
+        printed = subprocess.run(
+            [sys.executable, "-X", "importtime", str(TOOLS / "print_help.py"), command],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        imported = {
+            line.split("|")[-1].strip().split(".")[0] for line in printed.stderr.splitlines()
+        }
+        assert not imported & HEAVY_LIBRARIES, (
+            f"{command} --help imports {imported & HEAVY_LIBRARIES}"
+        )
+
+
 def environment_variables_read() -> set[str]:
     """Every environment variable the package's code names: `SQLENV_*` strings anywhere, and
     the names read through `os.environ` or `os.getenv` (a literal or a module constant)."""
