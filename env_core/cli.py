@@ -33,11 +33,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(required=True, metavar="COMMAND")
 
-    data = commands.add_parser("data", help="work with a data directory")
+    data = commands.add_parser(
+        "data",
+        help="work with a data directory",
+        description="Work with a data directory (--data-dir or $SQLENV_DATA_DIR; the embedded "
+        "demo without one).",
+    )
     data_commands = data.add_subparsers(required=True, metavar="ACTION")
     prepare = data_commands.add_parser(
         "prepare",
         help="run every gold query once, cache the catalog, print kept/excluded counts",
+        description="Run every gold query of the split (or of every split) once, with the "
+        "executor's limits, and cache the catalog keyed by the files' hashes; print the "
+        "questions kept and excluded (with the reasons) and the cold and warm start times.",
     )
     add_arguments(prepare, groups=("data",))
     prepare.add_argument(
@@ -50,7 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prepare.set_defaults(run=run_prepare, command="sqlenv data prepare")
 
-    play = commands.add_parser("play", help="play one episode and print its transcript")
+    play = commands.add_parser(
+        "play",
+        help="play one episode and print its transcript",
+        description="Play one episode with the oracle (which knows the gold SQL), or with the "
+        "calls you type (--interactive), and print every step with its reward.",
+    )
     add_arguments(play, groups=("data", "episodes", "sql"))
     choice = play.add_mutually_exclusive_group()
     choice.add_argument("--question-id", help="a question id such as dev:12")
@@ -67,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     settings = commands.add_parser(
         "settings",
         help="list every shared setting: its flag, environment variable, default and value now",
+        description="List every setting the commands and doors share: its flag, its SQLENV_* "
+        "variable, its default and the value the environment gives it now.",
     )
     settings.set_defaults(run=run_settings, command="sqlenv settings")
     # Other packages add commands (e.g. `sqlenv eval`) through this entry-point group, so the

@@ -5,7 +5,9 @@ that turns an error into one line on stderr and a non-zero exit, never a traceba
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
+import re
 import sys
 from collections.abc import Callable
 from importlib.metadata import version
@@ -15,6 +17,7 @@ from env_core.errors import SQLEnvError
 PACKAGE = "sqlenv-mcp"
 USAGE_ERROR = 2
 INTERRUPTED = 130
+INVALID_CHOICE = re.compile(r"invalid choice: '(?P<value>[^']*)' \(choose from (?P<choices>.*)\)")
 
 
 class CommandError(Exception):
@@ -29,7 +32,19 @@ class CommandParser(argparse.ArgumentParser):
         self.add_argument("--version", action="version", version=f"%(prog)s {version(PACKAGE)}")
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(USAGE_ERROR, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(
+            USAGE_ERROR, f"{self.prog}: {message}{_suggestion(message)} (see {self.prog} --help)\n"
+        )
+
+
+def _suggestion(message: str) -> str:
+    """ ", did you mean 'eval'?" for a mistyped choice close to one of the choices."""
+    mistake = INVALID_CHOICE.search(message)
+    if mistake is None:
+        return ""
+    choices = re.findall(r"'([^']*)'", mistake["choices"])
+    close = difflib.get_close_matches(mistake["value"], choices, n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def run_main(prog: str, main: Callable[[], int | None]) -> int:

@@ -73,6 +73,12 @@ def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
         "openenv bad log level": Case([*openenv, "--log-level", "loud"], "invalid choice"),
         "openenv port in use": Case([*openenv, "--port", str(busy_port)], "address already in use"),
         # sqlenv
+        "mistyped command": Case([*sqlenv, "evl"], "invalid choice: 'evl' (choose from"),
+        "mistyped command is suggested": Case([*sqlenv, "evl"], "; did you mean 'eval'?"),
+        "mistyped choice is suggested": Case(
+            [*sqlenv, "eval", "--policy", "orcle", "--out", str(tmp / "o")],
+            "; did you mean 'oracle'?",
+        ),
         "play no steps": Case([*sqlenv, "play", "--max-steps", "0"], "0 is out of range"),
         "play question and database": Case(
             [*sqlenv, "play", "--question-id", "dev:1", "--db-id", "farm_shop"],
