@@ -168,6 +168,11 @@ def build_policy(args: argparse.Namespace) -> Policy:
         api_key = os.environ.get(args.api_key_env, "")
         return OpenAIChatPolicy(args.base_url, model, api_key, generation)
     require_extra("train", "--policy hf")
+    if not Path(model).is_dir():
+        raise CommandError(
+            f"--policy hf: no model folder {model} (--model names a local folder holding a "
+            "transformers model and its tokenizer, as python -m training.sft saves it)"
+        )
     from evals.llm.hf_chat import HFChatPolicy
 
     return HFChatPolicy(model, generation)

@@ -109,6 +109,9 @@ def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
             [*evaluation("openai", "model"), "--model", "m", "--base-url", dead_url],
             f"cannot reach the model endpoint at {dead_url}",
         ),
+        "eval hf no model folder": Case(
+            [*evaluation("hf", "hf"), "--model", missing], f"--policy hf: no model folder {missing}"
+        ),
         "eval out is a file": Case(
             [*sqlenv, "eval", "--policy", "oracle", "--out", str(a_file)],
             "is a file, not a run folder",
