@@ -808,10 +808,20 @@ class ReadOnlyExecutor:
 
 
 def _denied_action(action: int, arg1: str | None, arg2: str | None) -> str:
-    if action == sqlite3.SQLITE_UPDATE and arg1 == "sqlite_master":
-        # What SQLite asks before it sets up a table-valued function for the first time.
-        return "table-valued functions (pragma_table_info, json_each, dbstat, ...)"
+    if arg1 in _SCHEMA_TABLES and action in _SCHEMA_CHANGES:
+        return _SCHEMA_CHANGES[action]
     return " ".join(part for part in (_ACTION_NAMES.get(action, str(action)), arg1, arg2) if part)
+
+
+# The first thing SQLite asks of a statement that changes the schema is a write to the table
+# that holds it, which would name the refusal "DELETE sqlite_master" for a DROP TABLE.
+_SCHEMA_TABLES = frozenset({"sqlite_master", "sqlite_temp_master"})
+_SCHEMA_CHANGES = {
+    sqlite3.SQLITE_INSERT: "CREATE (a change to the schema)",
+    sqlite3.SQLITE_DELETE: "DROP (a change to the schema)",
+    # What SQLite asks before it sets up a table-valued function for the first time.
+    sqlite3.SQLITE_UPDATE: "table-valued functions (pragma_table_info, json_each, dbstat, ...)",
+}
 
 
 # What a result's text shows of a cell beyond its characters (`env_core.render.rows_text`): the

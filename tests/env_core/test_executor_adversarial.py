@@ -159,6 +159,23 @@ def test_rejection_names_the_denied_action(executors) -> None:
     assert "read-only SELECT" in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        ("DROP TABLE singer", "DROP (a change to the schema)"),
+        ("CREATE TABLE copied AS SELECT * FROM singer", "CREATE (a change to the schema)"),
+        ("CREATE TEMP VIEW v AS SELECT 1", "CREATE (a change to the schema)"),
+    ],
+)
+def test_a_schema_change_is_refused_by_its_own_name(executors, sql, named) -> None:
+    """SQLite first asks to write the table holding the schema: the refusal named that
+    ("DELETE sqlite_master" for a DROP TABLE) rather than what the agent wrote."""
+    with pytest.raises(QueryRejectedError) as caught:
+        executors[CONCERT].query(sql)
+    assert f"not allowed: {named}." in str(caught.value)
+    assert "sqlite_master" not in str(caught.value)
+
+
 @pytest.mark.parametrize("method", ["describe", "sample"])
 @pytest.mark.parametrize("argument", TABLE_ARGUMENTS, ids=[a.id for a in TABLE_ARGUMENTS])
 def test_table_argument(argument: TableArgument, method: str, executors) -> None:
