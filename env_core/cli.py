@@ -23,7 +23,9 @@ HARDNESS_ORDER = ("easy", "medium", "hard", "extra")
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format=f"{args.command}: %(message)s"
+    )
     return run_main(args.command, lambda: args.run(args))
 
 

@@ -87,3 +87,17 @@ def test_version_and_help_work_whatever_the_variables_hold():
         )
         assert (result.returncode, result.stderr) == (0, ""), arguments
         assert result.stdout.startswith("sqlenv ") or result.stdout.startswith("usage: ")
+
+
+def test_a_warning_is_a_line_of_the_command_not_a_logger_record(tmp_path):
+    unwritable = tmp_path / "a-file"
+    unwritable.write_text("")
+    played = subprocess.run(
+        [sys.executable, "-m", "env_core.cli", "play", "--cache-dir", str(unwritable / "cache")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    warnings = played.stderr.strip().splitlines()
+    assert warnings and all(line.startswith("sqlenv play: cannot ") for line in warnings), warnings
