@@ -155,7 +155,10 @@ class Episode:
     @property
     def start(self) -> EpisodeStart:
         tables = self.executor.tables
-        text = render.start_text(self.question.text, self.question.db_id, tables, self.max_steps)
+        question = self.question
+        text = render.start_text(
+            question.text, question.db_id, tables, self.max_steps, question.evidence
+        )
         return EpisodeStart(
             self.episode_id, self.question.text, self.question.db_id, tables, self.max_steps, text
         )

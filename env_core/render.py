@@ -108,10 +108,13 @@ def row_count_text(row_count: int | None) -> str:
     return "too many rows to count in time" if row_count is None else f"{row_count} rows"
 
 
-def start_text(question: str, db_id: str, tables: Sequence[str], budget: int) -> str:
+def start_text(
+    question: str, db_id: str, tables: Sequence[str], budget: int, evidence: str = ""
+) -> str:
     return _visible_lines(
         [
             f"Question: {question}",
+            *([f"Evidence: {evidence}"] if evidence else []),
             f"Database: {db_id}",
             f"Tables: {', '.join(tables)}",
             f"You have {budget} steps. Tools: describe(table), sample(table, n), query(sql), "

@@ -1,0 +1,202 @@
+"""Dataset layouts: how a data folder names its question files, records and databases.
+
+One reader per layout, detected from the folder:
+
+* **Spider** and its robustness variants: question files ``*.json`` (lists of records with
+  ``db_id``, ``query`` and ``question``), databases at ``database/<db>/<db>.sqlite``. Spider-Syn's
+  records hold ``SpiderSynQuestion`` (the rewrite, served) instead of ``question`` and it ships
+  no databases; Spider-DK ships three of its own and labels each question with a ``type``;
+  Spider-Realistic is plain Spider. A database the folder does not hold is looked for in the
+  databases folder given beside it (Spider's ``database/``).
+* **BIRD**: ``dev.json`` / ``train.json`` with ``question_id``, ``db_id``, ``question``,
+  ``evidence``, ``SQL`` and ``difficulty``; databases at ``<split>_databases/<db>/<db>.sqlite``,
+  column descriptions at ``<split>_databases/<db>/database_description/<table>.csv``.
+* **Own databases**: SQLite files ``<db>.sqlite`` (or ``.db``) in the folder or its
+  ``databases/``, and question files ``*.jsonl`` or ``*.csv`` with ``db_id``, ``question`` and
+  ``sql``, optionally ``evidence`` and ``difficulty``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from env_core.errors import DataError
+
+SPIDER_SPLIT_ALIASES = {"dev": ("dev",), "train": ("train_spider", "train_spider_min")}
+MAX_QUESTION_FILE_BYTES = 512 * 1024 * 1024
+_OWN_DATABASE_SUFFIXES = (".sqlite", ".db")
+
+
+@dataclass(frozen=True)
+class QuestionRecord:
+    """One question as its dataset writes it, before its gold is run."""
+
+    db_id: str
+    text: str
+    sql: str
+    evidence: str = ""
+    difficulty: str | None = None  # None: the Spider hardness of the gold SQL
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A data folder read in one layout."""
+
+    dataset: str
+    root: Path
+    databases_dir: Path | None = None
+
+    def question_files(self) -> dict[str, Path]:
+        """Every question file, by split name."""
+        if self.dataset == "bird":
+            return {p.stem: p for p in sorted(self.root.glob("*.json")) if _is_bird_split(p)}
+        if self.dataset == "own":
+            files = sorted([*self.root.glob("*.jsonl"), *self.root.glob("*.csv")])
+            return {p.stem: p for p in files}
+        return {p.stem: p for p in sorted(self.root.glob("*.json")) if p.name != "tables.json"}
+
+    def question_file(self, split: str) -> Path:
+        files = self.question_files()
+        for stem in (*SPIDER_SPLIT_ALIASES.get(split, ()), split):
+            if stem in files:
+                return files[stem]
+        raise DataError(
+            f"no question file for split {split!r} in {self.root}; "
+            f"available: {', '.join(files) or 'none'}"
+        )
+
+    def records(self, source: Path) -> list[QuestionRecord]:
+        rows = _read_rows(source)
+        read = {"bird": _bird_record, "own": _own_record}.get(self.dataset, _spider_record)
+        records = []
+        for index, row in enumerate(rows):
+            try:
+                records.append(read(row))
+            except (KeyError, TypeError, ValueError) as error:
+                raise DataError(f"{source}, record {index}: {error}") from None
+        return records
+
+    def database_path(self, db_id: str, split: str) -> Path:
+        """Where the database lives; the path may not exist (the question is then excluded)."""
+        if self.dataset == "bird":
+            return self.root / f"{split}_databases" / db_id / f"{db_id}.sqlite"
+        if self.dataset == "own":
+            for folder in (self.root, self.root / "databases"):
+                for suffix in _OWN_DATABASE_SUFFIXES:
+                    if (folder / f"{db_id}{suffix}").is_file():
+                        return folder / f"{db_id}{suffix}"
+            return self.root / f"{db_id}.sqlite"
+        own = self.root / "database" / db_id / f"{db_id}.sqlite"
+        if own.is_file() or self.databases_dir is None:
+            return own
+        return self.databases_dir / db_id / f"{db_id}.sqlite"
+
+    def missing_database(self, db_id: str, split: str) -> str:
+        """The exclusion detail of a question whose database is not there."""
+        where = self.database_path(db_id, split)
+        try:
+            return f"no file {where.relative_to(self.root)}"
+        except ValueError:
+            return f"no file {db_id}/{db_id}.sqlite in the folder or in the databases folder"
+
+
+def detect_layout(root: Path, databases_dir: Path | None = None) -> Layout:
+    """The layout of a data folder, or a DataError naming what each layout expects."""
+    if not root.is_dir():
+        raise DataError(f"no such directory: {root} (pass --data-dir or SQLENV_DATA_DIR)")
+    if any(_is_bird_split(p) for p in root.glob("*.json")):
+        return Layout("bird", root)
+    if any(root.glob("*.jsonl")) or any(root.glob("*.csv")):
+        return Layout("own", root)
+    spider_files = [p for p in sorted(root.glob("*.json")) if p.name != "tables.json"]
+    if spider_files and ((root / "database").is_dir() or databases_dir is not None):
+        return Layout(_spider_variant(spider_files[0]), root, databases_dir)
+    if spider_files:
+        raise DataError(
+            f"{root} has Spider-format question files but no database/ folder: a dataset that "
+            "ships no databases (Spider-Syn) needs Spider's, given with --databases-dir "
+            "(or pass --data-dir or set SQLENV_DATA_DIR to another folder)"
+        )
+    raise DataError(
+        f"{root} is not a data folder this environment reads: it has no database/ folder, no "
+        "BIRD split and no question file *.jsonl or *.csv. Expected one of: Spider "
+        "(database/<db>/<db>.sqlite and question files *.json), BIRD (dev.json or train.json "
+        "and <split>_databases/<db>/<db>.sqlite), or your own (<db>.sqlite files and a question "
+        "file *.jsonl or *.csv with db_id, question and sql)"
+    )
+
+
+def _is_bird_split(path: Path) -> bool:
+    return (path.parent / f"{path.stem}_databases").is_dir()
+
+
+def _spider_variant(source: Path) -> str:
+    """spider-syn or spider-dk from the fields of the first record; plain spider otherwise."""
+    rows = _read_rows(source)
+    first = rows[0] if rows and isinstance(rows[0], dict) else {}
+    if "SpiderSynQuestion" in first:
+        return "spider-syn"
+    if "type" in first:
+        return "spider-dk"
+    return "spider"
+
+
+def _read_rows(source: Path) -> list:
+    try:
+        if source.stat().st_size > MAX_QUESTION_FILE_BYTES:
+            raise DataError(f"question file {source} is over {MAX_QUESTION_FILE_BYTES} bytes")
+        text = source.read_text(encoding="utf-8")
+        if source.suffix == ".csv":
+            return list(csv.DictReader(text.splitlines()))
+        if source.suffix == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        rows = json.loads(text)
+    except (OSError, ValueError, RecursionError, csv.Error) as error:
+        raise DataError(f"cannot read question file {source}: {error}") from error
+    if not isinstance(rows, list):
+        raise DataError(f"{source} must hold a JSON list of question records")
+    return rows
+
+
+def _text(row: dict, key: str, required: bool = True) -> str:
+    value = row.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"needs a string field {key}")
+    return value
+
+
+def _spider_record(row: dict) -> QuestionRecord:
+    if not isinstance(row, dict):
+        raise TypeError("a record must be a JSON object")
+    text = _text(row, "SpiderSynQuestion" if "SpiderSynQuestion" in row else "question")
+    difficulty = f"type {row['type']}" if "type" in row else None
+    return QuestionRecord(_text(row, "db_id"), text, _text(row, "query"), "", difficulty)
+
+
+def _bird_record(row: dict) -> QuestionRecord:
+    if not isinstance(row, dict):
+        raise TypeError("a record must be a JSON object")
+    return QuestionRecord(
+        _text(row, "db_id"),
+        _text(row, "question"),
+        _text(row, "SQL"),
+        _text(row, "evidence", required=False).strip(),
+        _text(row, "difficulty", required=False) or None,
+    )
+
+
+def _own_record(row: dict) -> QuestionRecord:
+    if not isinstance(row, dict):
+        raise TypeError("a record must be a JSON object")
+    return QuestionRecord(
+        _text(row, "db_id"),
+        _text(row, "question"),
+        _text(row, "sql"),
+        _text(row, "evidence", required=False).strip(),
+        _text(row, "difficulty", required=False) or None,
+    )

@@ -1,0 +1,115 @@
+"""Dataset layouts read from their folders: BIRD (a fixture this project writes), Spider-Syn
+and Spider-DK (the real releases beside Spider)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from env_core.catalog import Catalog
+from env_core.errors import DataError
+from env_core.factory import open_sessions
+from env_core.oracle import play_oracle
+from env_core.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def shared_data(name: str) -> Path:
+    path = (ROOT / ".." / "shared" / "data" / name).resolve()
+    if not path.is_dir():
+        pytest.fail(f"{name} data directory not found at {path}; the tests need it there")
+    return path
+
+
+def write_fixture(layout: str, folder: Path) -> Path:
+    script = ROOT / "scripts" / "dataset_fixtures.py"
+    subprocess.run([sys.executable, str(script), layout, str(folder)], check=True, timeout=60)
+    return folder
+
+
+def sqlenv(*args: str, cache_dir: Path) -> str:
+    command = [sys.executable, "-m", "env_core.cli", *args, "--cache-dir", str(cache_dir)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True)
+    return done.stdout
+
+
+def oracle_success(settings: Settings) -> tuple[int, int]:
+    sessions = open_sessions(settings)
+    try:
+        questions = sessions.catalog.questions(settings.split)
+        solved = 0
+        for question in questions:
+            episode = sessions.create(question_id=question.id)
+            play_oracle(episode)
+            solved += bool(episode.correct)
+            sessions.close(episode.episode_id)
+        return solved, len(questions)
+    finally:
+        sessions.shutdown()
+
+
+@pytest.fixture(scope="module")
+def bird_dir(tmp_path_factory) -> Path:
+    return write_fixture("bird", tmp_path_factory.mktemp("data") / "bird")
+
+
+def test_a_bird_folder_is_read_with_its_difficulty_and_exclusions(bird_dir, cache_dir):
+    out = sqlenv("data", "prepare", "--data-dir", str(bird_dir), cache_dir=cache_dir)
+    assert "(bird layout)" in out
+    assert "split dev (dev.json): 6 questions, 4 kept, 2 excluded" in out
+    assert "kept by hardness: simple 2, moderate 1, challenging 1" in out
+    assert "excluded, gold empty: 1" in out
+    assert "excluded, database missing: 1" in out
+
+
+def test_bird_evidence_is_shown_with_the_question_unless_turned_off(bird_dir, cache_dir):
+    settings = Settings(data_dir=str(bird_dir), cache_dir=str(cache_dir))
+    for evidence, shown in ((True, True), (False, False)):
+        sessions = open_sessions(settings.replace(evidence=evidence))
+        try:
+            episode = sessions.create(question_id="dev:0")
+            assert episode.question.dataset == "bird"
+            text = episode.start.text
+            assert text.startswith("Question: How many schools are there in Kent?\n")
+            assert ("Evidence: Kent refers to county = 'Kent'\n" in text) is shown
+        finally:
+            sessions.shutdown()
+
+
+def test_the_oracle_solves_every_kept_bird_question(bird_dir, cache_dir):
+    settings = Settings(data_dir=str(bird_dir), cache_dir=str(cache_dir))
+    assert oracle_success(settings) == (4, 4)
+
+
+def test_spider_syn_serves_the_rewritten_questions_on_spiders_databases(cache_dir):
+    spider_syn = shared_data("spider-syn")
+    with pytest.raises(DataError, match="--databases-dir"):
+        Catalog.load(spider_syn, ["dev"], cache_dir=cache_dir)
+    databases = shared_data("spider") / "database"
+    catalog = Catalog.load(spider_syn, ["dev"], cache_dir=cache_dir, databases_dir=databases)
+    dev = catalog.splits["dev"]
+    assert catalog.layout.dataset == "spider-syn"
+    assert len(dev.questions) + len(dev.excluded) == 1034
+    assert dev.exclusion_counts()["database missing"] == 62  # wta_1 has no database
+    assert dev.questions[0].text == "How many vocalists do we have?"
+    assert {q.dataset for q in dev.questions} == {"spider-syn"}
+
+
+def test_the_oracle_solves_every_kept_spider_dk_question(cache_dir):
+    settings = Settings(
+        data_dir=str(shared_data("spider-dk")),
+        databases_dir=str(shared_data("spider") / "database"),
+        split="Spider-DK",
+        cache_dir=str(cache_dir),
+    )
+    sessions = open_sessions(settings)
+    split = sessions.catalog.splits["Spider-DK"]
+    sessions.shutdown()
+    assert len(split.questions) + len(split.excluded) == 535
+    assert split.exclusion_counts()["database missing"] == 62
+    assert {q.hardness for q in split.questions} >= {"type 0", "type 1", "type 2"}
+    assert sessions.catalog.database_path("new_pets_1").is_relative_to(settings.data_dir)
+    solved, kept = oracle_success(settings)
+    assert solved == kept == len(split.questions)
