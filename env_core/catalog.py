@@ -28,7 +28,7 @@ from env_core import sql_analysis
 from env_core.answers import GoldAnswer
 from env_core.errors import DataError, ToolError, UnknownQuestionError, shown
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
-from env_core.layouts import Layout, QuestionRecord, detect_layout
+from env_core.layouts import ColumnNotes, Layout, QuestionRecord, detect_layout
 
 MAX_GOLD_ROWS = 100
 _PREPARING_CODE = ("catalog.py", "layouts.py", "sql_analysis.py", "executor.py", "answers.py")
@@ -136,6 +136,12 @@ class Catalog:
         if not evidence:
             loaded = {name: split.without_evidence() for name, split in loaded.items()}
         return cls(layout, loaded)
+
+    @functools.cache  # noqa: B019 - a catalog lives as long as its server
+    def column_notes(self, db_id: str) -> ColumnNotes:
+        """What the dataset says of the database's columns, for `describe`."""
+        split = next((q.split for q in self._by_id.values() if q.db_id == db_id), "dev")
+        return self.layout.column_notes(db_id, split)
 
     def database_path(self, db_id: str) -> Path:
         return self._databases.get(db_id) or self.layout.database_path(db_id, "dev")

@@ -20,13 +20,19 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 
 from env_core.errors import DataError
 
+ColumnNotes = dict[str, dict[str, str]]
+log = logging.getLogger(__name__)
+
 SPIDER_SPLIT_ALIASES = {"dev": ("dev",), "train": ("train_spider", "train_spider_min")}
 MAX_QUESTION_FILE_BYTES = 512 * 1024 * 1024
+MAX_DESCRIPTION_FILE_BYTES = 1024 * 1024
+MAX_NOTE_CHARS = 200
 _OWN_DATABASE_SUFFIXES = (".sqlite", ".db")
 
 
@@ -101,6 +107,55 @@ class Layout:
             return f"no file {where.relative_to(self.root)}"
         except ValueError:
             return f"no file {db_id}/{db_id}.sqlite in the folder or in the databases folder"
+
+    def column_notes(self, db_id: str, split: str) -> ColumnNotes:
+        """What the dataset says of each column (BIRD's `database_description/<table>.csv`),
+        by table and column name, casefolded; empty where it says nothing."""
+        if self.dataset != "bird":
+            return {}
+        folder = self.database_path(db_id, split).parent / "database_description"
+        notes: ColumnNotes = {}
+        for path in sorted(folder.glob("*.csv")) if folder.is_dir() else []:
+            table_notes = _description_notes(path)
+            if table_notes:
+                notes[path.stem.casefold()] = table_notes
+        return notes
+
+
+def _description_notes(path: Path) -> dict[str, str]:
+    """A BIRD description file's notes by column; a file too large or unreadable gives none
+    (logged), since the agent can still explore without them."""
+    try:
+        if path.stat().st_size > MAX_DESCRIPTION_FILE_BYTES:
+            raise ValueError(f"over {MAX_DESCRIPTION_FILE_BYTES} bytes")
+        # BIRD's files are mostly UTF-8, a few Latin-1.
+        raw = path.read_bytes()
+        text = raw.decode("utf-8") if raw.isascii() else raw.decode("utf-8", "replace")
+        rows = list(csv.DictReader(text.lstrip("\ufeff").splitlines()))
+    except (OSError, ValueError, csv.Error) as error:
+        log.warning("cannot read the column descriptions %s (%s)", path, error)
+        return {}
+    notes = {}
+    for row in rows:
+        column = (row.get("original_column_name") or "").strip()
+        note = _column_note(column, row)
+        if column and note:
+            notes[column.casefold()] = note[:MAX_NOTE_CHARS]
+    return notes
+
+
+def _column_note(column: str, row: dict[str, str | None]) -> str:
+    """One line from BIRD's fields: the expanded name when it adds something, the
+    description, the value description."""
+    name, description, values = (
+        " ".join((row.get(key) or "").split())
+        for key in ("column_name", "column_description", "value_description")
+    )
+    said = {column.casefold(), column.casefold().replace("_", " ")}
+    parts = list(dict.fromkeys(p for p in (name, description) if p and p.casefold() not in said))
+    if values:
+        parts.append(f"values: {values}")
+    return "; ".join(parts)
 
 
 def detect_layout(root: Path, databases_dir: Path | None = None) -> Layout:

@@ -113,3 +113,16 @@ def test_the_oracle_solves_every_kept_spider_dk_question(cache_dir):
     assert sessions.catalog.database_path("new_pets_1").is_relative_to(settings.data_dir)
     solved, kept = oracle_success(settings)
     assert solved == kept == len(split.questions)
+
+
+def test_describe_shows_birds_column_descriptions_compactly(bird_dir, cache_dir):
+    sessions = open_sessions(Settings(data_dir=str(bird_dir), cache_dir=str(cache_dir)))
+    try:
+        episode = sessions.create(question_id="dev:0")
+        text = episode.call("describe", {"table": "Grants"}).text
+    finally:
+        sessions.shutdown()
+    lines = text.splitlines()
+    assert "  id INTEGER primary key" in lines  # nothing said of it, nothing shown
+    assert "  year INTEGER  -- financial year the grant was paid" in lines
+    assert "  amount REAL  -- grant in pounds; values: 0 means the grant was withdrawn" in lines
