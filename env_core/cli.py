@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--refresh", action="store_true", help="ignore the cache and re-run every gold query"
     )
     prepare.set_defaults(run=run_prepare, command="sqlenv data prepare")
+    check = data_commands.add_parser(
+        "check",
+        help="run every gold query once and list each excluded question with its reason",
+    )
+    add_arguments(check, groups=("data",))
+    check.set_defaults(run=run_check, command="sqlenv data check")
 
     play = commands.add_parser("play", help="play one episode and print its transcript")
     add_arguments(play, groups=("data", "episodes", "sql"))
@@ -95,6 +101,21 @@ def run_prepare(args: argparse.Namespace) -> int:
     was_cold = not all(split.from_cache for split in catalog.splits.values())
     label = "cold start (gold queries run)" if was_cold else "start (from cache)"
     print(f"{label}: {first:.2f} s; warm start: {second:.3f} s ({first / second:.0f}x faster)")
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    settings = Settings.from_arguments(args)
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
+    data_dir = resolve_data_dir(settings.data_dir, cache_dir)
+    databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
+    splits = list(question_files(data_dir, databases_dir))
+    catalog = Catalog.load(data_dir, splits, cache_dir=cache_dir, databases_dir=databases_dir)
+    print(f"data: {data_dir} ({catalog.layout.dataset} layout)")
+    for split in catalog.splits.values():
+        print(split_report(split))
+        for exclusion in split.excluded:
+            print(f"  - {exclusion.id} ({exclusion.db_id}) {exclusion.reason}: {exclusion.detail}")
     return 0
 
 

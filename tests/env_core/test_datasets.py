@@ -1,6 +1,8 @@
 """Dataset layouts read from their folders: BIRD (a fixture this project writes), Spider-Syn
 and Spider-DK (the real releases beside Spider)."""
 
+import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -126,3 +128,40 @@ def test_describe_shows_birds_column_descriptions_compactly(bird_dir, cache_dir)
     assert "  id INTEGER primary key" in lines  # nothing said of it, nothing shown
     assert "  year INTEGER  -- financial year the grant was paid" in lines
     assert "  amount REAL  -- grant in pounds; values: 0 means the grant was withdrawn" in lines
+
+
+def test_data_check_lists_why_each_question_of_your_own_folder_is_excluded(tmp_path, cache_dir):
+    folder = tmp_path / "own"
+    (folder / "databases").mkdir(parents=True)
+    with sqlite3.connect(folder / "databases" / "shop.db") as connection:
+        connection.executescript("CREATE TABLE items (name TEXT, price REAL);")
+        connection.execute("INSERT INTO items VALUES ('pen', 1.5), ('ink', 4.25)")
+    connection.close()
+    records = [
+        {"db_id": "shop", "question": "How many items?", "sql": "SELECT COUNT(*) FROM items"},
+        {"db_id": "shop", "question": "Price of ink?", "sql": "SELECT cost FROM items"},
+        {"db_id": "depot", "question": "Any?", "sql": "SELECT 1", "difficulty": "easy"},
+    ]
+    (folder / "questions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (folder / "more.csv").write_text(
+        "db_id,question,sql,evidence,difficulty\n"
+        "shop,Dearest item?,SELECT name FROM items ORDER BY price DESC LIMIT 1,dearest = max price,"
+        "hard\n"
+    )
+    out = sqlenv("data", "check", "--data-dir", str(folder), cache_dir=cache_dir)
+    assert "(own layout)" in out
+    assert "split questions (questions.jsonl): 3 questions, 1 kept, 2 excluded" in out
+    assert "  - questions:1 (shop) gold failed: no such column: cost" in out
+    assert "  - questions:2 (depot) database missing: no file depot.sqlite" in out
+    assert "split more (more.csv): 1 questions, 1 kept, 0 excluded" in out
+    settings = Settings(data_dir=str(folder), split="more", cache_dir=str(cache_dir))
+    assert oracle_success(settings) == (1, 1)
+
+
+def test_data_check_explains_a_folder_it_cannot_read(tmp_path, cache_dir):
+    (tmp_path / "notes.txt").write_text("hello")
+    command = [sys.executable, "-m", "env_core.cli", "data", "check", "--data-dir", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "is not a data folder this environment reads" in done.stderr
+    assert "BIRD (dev.json or train.json and <split>_databases/<db>/<db>.sqlite)" in done.stderr
