@@ -52,7 +52,8 @@ Comparing cells.
 
 Comparing results.
 
-* The answer must have as many rows and columns as the gold.
+* The answer must have as many rows and columns as the gold. A gold of condition columns
+  (Spider 2.0-lite) takes an answer with more columns: some of them must match the gold's.
 * Rows form a multiset: duplicates count, so a missing or extra DISTINCT is wrong. Unordered
   rows are paired by a bipartite matching, so tolerance never depends on the order rows come in.
 * When the gold SQL has a top-level ORDER BY, rows must come in the gold order, even rows tied
@@ -99,6 +100,9 @@ class GoldAnswer:
     columns: tuple[str, ...]
     rows: tuple[tuple[object, ...], ...]
     ordered: bool
+    # The answer may hold more columns; only the gold's are checked (Spider 2.0's condition
+    # columns).
+    subset: bool = False
 
     def __post_init__(self) -> None:
         if not self.columns or not self.rows:
@@ -161,7 +165,7 @@ class AnswerChecker:
             rows, read_cell = self._read_rows(gold, value)
             if not any(rows):
                 return Verdict(False, "empty answer")
-            if any(len(row) != len(gold.columns) for row in rows):
+            if any(not _fits_columns(len(row), gold) for row in rows):
                 return Verdict(False, "column count differs")
             if len(rows) != len(gold.rows):
                 return Verdict(False, "row count differs")
@@ -376,9 +380,13 @@ def _rows_from_text(text: str, gold: GoldAnswer) -> list[list[object]]:
     rows = []
     for line in lines:
         rows.append(_split_cells(line))
-        if len(rows[-1]) != len(gold.columns):
+        if not _fits_columns(len(rows[-1]), gold):
             break  # this row decides the verdict (column count differs): skip the rest
     return rows
+
+
+def _fits_columns(count: int, gold: GoldAnswer) -> bool:
+    return count >= len(gold.columns) if gold.subset else count == len(gold.columns)
 
 
 def _content_lines(text: str) -> list[str]:

@@ -11,6 +11,7 @@ split served from memory, each with a warning in the log.
 from __future__ import annotations
 
 import contextlib
+import csv
 import dataclasses
 import functools
 import hashlib
@@ -31,6 +32,7 @@ from env_core.executor import ExecutorLimits, ReadOnlyExecutor
 from env_core.layouts import ColumnNotes, Layout, QuestionRecord, detect_layout
 
 MAX_GOLD_ROWS = 100
+MAX_GOLD_RESULT_BYTES = 1024 * 1024
 _PREPARING_CODE = ("catalog.py", "layouts.py", "sql_analysis.py", "executor.py", "answers.py")
 # A cache file is this header, the SHA-256 of the rest, a newline, then the split as JSON.
 _CACHE_HEADER = b"sqlenv catalog sha256:"
@@ -49,10 +51,16 @@ class Question:
     hardness: str  # the dataset's difficulty label; Spider hardness when it gives none
     dataset: str = "spider"
     evidence: str = ""  # a hint written with the question (BIRD), shown with it
+    alternatives: tuple[GoldAnswer, ...] = ()  # other acceptable results (Spider 2.0-lite)
 
     @property
     def kind(self) -> str:
         return self.gold.kind
+
+    @property
+    def golds(self) -> tuple[GoldAnswer, ...]:
+        """Every acceptable result: an answer matching any of them is right."""
+        return (self.gold, *self.alternatives)
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,7 @@ class Split:
                 question.hardness,
                 question.gold,
                 *((question.dataset, question.evidence) if question.dataset != "spider" else ()),
+                *question.alternatives,
             )
             digest.update(repr(fields).encode())
         return digest.hexdigest()[:16]
@@ -282,7 +291,8 @@ def _prepare(
             question_id = f"{split}:{index}"
             if record.db_id not in executors:
                 executors[record.db_id] = _open_database(layout, record.db_id, split, limits)
-            outcome = _grade_gold(executors[record.db_id], question_id, split, record)
+            grade = _grade_gold if record.sql else _grade_results
+            outcome = grade(executors[record.db_id], question_id, split, record)
             if isinstance(outcome, Question):
                 questions.append(dataclasses.replace(outcome, dataset=layout.dataset))
             else:
@@ -342,12 +352,69 @@ def _grade_gold(
     )
 
 
+def _grade_results(
+    executor: ReadOnlyExecutor | tuple[str, str],
+    question_id: str,
+    split: str,
+    record: QuestionRecord,
+) -> Question | Exclusion:
+    """A question whose gold is given as result files: each must be a usable answer key."""
+
+    def exclude(reason: str, detail: str) -> Exclusion:
+        return Exclusion(question_id, record.db_id, reason, detail)
+
+    if not isinstance(executor, ReadOnlyExecutor):
+        return exclude(*executor)
+    golds = []
+    for path in record.gold_results:
+        try:
+            golds.append(_result_gold(path, record))
+        except ValueError as error:
+            return exclude("gold result unusable", f"{path.name}: {error}")
+    if not golds:
+        return exclude("gold missing", "no gold result file")
+    first, *others = golds
+    return Question(
+        question_id,
+        split,
+        record.db_id,
+        record.text,
+        "",
+        first,
+        record.difficulty or "unrated",
+        evidence=record.evidence,
+        alternatives=tuple(others),
+    )
+
+
+def _result_gold(path: Path, record: QuestionRecord) -> GoldAnswer:
+    """The gold a result CSV gives, cut to the condition columns; ValueError if unusable."""
+    try:
+        if path.stat().st_size > MAX_GOLD_RESULT_BYTES:
+            raise ValueError(f"over {MAX_GOLD_RESULT_BYTES} bytes")
+        with path.open(encoding="utf-8", newline="") as handle:
+            header, *rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise ValueError(str(error)) from None
+    if len(rows) > MAX_GOLD_ROWS:
+        raise ValueError(f"more than {MAX_GOLD_ROWS} rows")
+    kept = record.condition_columns or range(len(header))
+    if any(not 0 <= index < len(header) for index in kept):
+        raise ValueError("a condition column is not in the result")
+    cells = [tuple(row[i] if i < len(row) and row[i] != "" else None for i in kept) for row in rows]
+    ordered = not record.ignore_order and len(cells) > 1
+    try:
+        return GoldAnswer(tuple(header[i] for i in kept), tuple(cells), ordered, subset=True)
+    except ValueError as error:  # empty, or entirely NULL
+        raise ValueError(str(error)) from None
+
+
 def _encode(questions: tuple[Question, ...], excluded: tuple[Exclusion, ...]) -> dict:
     return {
         "questions": [
             [
-                *(q.id, q.db_id, q.text, q.sql, q.hardness),
-                *(q.gold.columns, q.gold.rows, q.gold.ordered, q.dataset, q.evidence),
+                *(q.id, q.db_id, q.text, q.sql, q.hardness, q.dataset, q.evidence),
+                [[g.columns, g.rows, g.ordered, g.subset] for g in q.golds],
             ]
             for q in questions
         ],
@@ -369,18 +436,27 @@ def _decode(split: str, payload: object) -> tuple[tuple[Question, ...], tuple[Ex
 
 
 def _decode_question(split: str, fields: list) -> Question:
-    qid, db_id, text, sql, hardness, columns, rows, ordered, dataset, evidence = fields
+    qid, db_id, text, sql, hardness, dataset, evidence, golds = fields
+    if not (_all_strings([qid, db_id, text, sql, hardness, dataset, evidence]) and golds):
+        raise ValueError("a question has fields of the wrong type")
+    gold, *alternatives = map(_decode_gold, golds)
+    return Question(
+        qid, split, db_id, text, sql, gold, hardness, dataset, evidence, tuple(alternatives)
+    )
+
+
+def _decode_gold(fields: list) -> GoldAnswer:
+    columns, rows, ordered, subset = fields
     if not (
-        _all_strings([qid, db_id, text, sql, hardness, dataset, evidence])
-        and isinstance(columns, list)
+        isinstance(columns, list)
         and _all_strings(columns)
         and isinstance(rows, list)
         and all(isinstance(row, list) for row in rows)
         and isinstance(ordered, bool)
+        and isinstance(subset, bool)
     ):
-        raise ValueError("a question has fields of the wrong type")
-    gold = GoldAnswer(tuple(columns), tuple(map(tuple, rows)), ordered)
-    return Question(qid, split, db_id, text, sql, gold, hardness, dataset, evidence)
+        raise ValueError("a gold answer has fields of the wrong type")
+    return GoldAnswer(tuple(columns), tuple(map(tuple, rows)), ordered, subset)
 
 
 def _decode_exclusion(fields: list) -> Exclusion:

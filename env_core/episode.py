@@ -305,7 +305,8 @@ class Episode:
             raise InvalidArgumentError(
                 f"the answer is {len(value)} characters; the limit is {MAX_ANSWER_CHARS}"
             )
-        verdict = self.checker.check(self.question.gold, value)
+        verdicts = [self.checker.check(gold, value) for gold in self.question.golds]
+        verdict = next((v for v in verdicts if v.correct), verdicts[0])
         text = f"{'Correct' if verdict.correct else 'Incorrect'}. The episode is over."
         with self._lock:
             if self.done:

@@ -11,6 +11,12 @@ One reader per layout, detected from the folder:
 * **BIRD**: ``dev.json`` / ``train.json`` with ``question_id``, ``db_id``, ``question``,
   ``evidence``, ``SQL`` and ``difficulty``; databases at ``<split>_databases/<db>/<db>.sqlite``,
   column descriptions at ``<split>_databases/<db>/database_description/<table>.csv``.
+* **Spider 2.0-lite, SQLite part**: ``spider2-lite.jsonl`` (records with ``instance_id``
+  ``local###``, ``db``, ``question``, ``external_knowledge`` naming a file of ``documents/``;
+  other ids are other engines' and are skipped), databases at ``databases/<db>.sqlite``, gold
+  results at ``gold/exec_result/<id>.csv`` or several acceptable ``<id>_a.csv``, ``<id>_b.csv``…,
+  and ``gold/spider2lite_eval.jsonl`` giving each id's ``condition_cols`` and ``ignore_order``.
+  The external-knowledge document is the question's evidence.
 * **Own databases**: SQLite files ``<db>.sqlite`` (or ``.db``) in the folder or its
   ``databases/``, and question files ``*.jsonl`` or ``*.csv`` with ``db_id``, ``question`` and
   ``sql``, optionally ``evidence`` and ``difficulty``.
@@ -33,6 +39,8 @@ SPIDER_SPLIT_ALIASES = {"dev": ("dev",), "train": ("train_spider", "train_spider
 MAX_QUESTION_FILE_BYTES = 512 * 1024 * 1024
 MAX_DESCRIPTION_FILE_BYTES = 1024 * 1024
 MAX_NOTE_CHARS = 200
+MAX_DOCUMENT_CHARS = 8_000
+SPIDER2_LITE_QUESTIONS = "spider2-lite.jsonl"
 _OWN_DATABASE_SUFFIXES = (".sqlite", ".db")
 
 
@@ -45,6 +53,11 @@ class QuestionRecord:
     sql: str
     evidence: str = ""
     difficulty: str | None = None  # None: the Spider hardness of the gold SQL
+    # A gold given as results instead of SQL (Spider 2.0-lite): any of the files is right,
+    # checked on the condition columns (indexes; None: all), in order unless ignore_order.
+    gold_results: tuple[Path, ...] = ()
+    condition_columns: tuple[int, ...] | None = None
+    ignore_order: bool = True
 
 
 @dataclass(frozen=True)
@@ -59,6 +72,8 @@ class Layout:
         """Every question file, by split name."""
         if self.dataset == "bird":
             return {p.stem: p for p in sorted(self.root.glob("*.json")) if _is_bird_split(p)}
+        if self.dataset == "spider2-lite":
+            return {"lite": self.root / SPIDER2_LITE_QUESTIONS}
         if self.dataset == "own":
             files = sorted([*self.root.glob("*.jsonl"), *self.root.glob("*.csv")])
             return {p.stem: p for p in files}
@@ -76,6 +91,8 @@ class Layout:
 
     def records(self, source: Path) -> list[QuestionRecord]:
         rows = _read_rows(source)
+        if self.dataset == "spider2-lite":
+            return self._spider2_lite_records(source, rows)
         read = {"bird": _bird_record, "own": _own_record}.get(self.dataset, _spider_record)
         records = []
         for index, row in enumerate(rows):
@@ -85,8 +102,53 @@ class Layout:
                 raise DataError(f"{source}, record {index}: {error}") from None
         return records
 
+    def _spider2_lite_records(self, source: Path, rows: list) -> list[QuestionRecord]:
+        gold = self.root / "gold"
+        rules = {}
+        for row in _read_rows(gold / "spider2lite_eval.jsonl"):
+            if isinstance(row, dict) and isinstance(row.get("instance_id"), str):
+                rules[row["instance_id"]] = row
+        records = []
+        for index, row in enumerate(rows):
+            try:
+                instance = _text(row, "instance_id")
+                if not instance.startswith("local"):
+                    continue  # BigQuery or Snowflake: not served here
+                rule = rules.get(instance, {})
+                conditions = rule.get("condition_cols") or None
+                if conditions is not None and not all(isinstance(i, int) for i in conditions):
+                    raise ValueError("condition_cols must be column indexes")
+                knowledge = _text(row, "external_knowledge", required=False)
+                results = tuple(sorted((gold / "exec_result").glob(f"{instance}*.csv")))
+                records.append(
+                    QuestionRecord(
+                        _text(row, "db"),
+                        _text(row, "question"),
+                        "",
+                        self._document(knowledge) if knowledge else "",
+                        "unrated",
+                        tuple(p for p in results if _is_result_of(p, instance)),
+                        tuple(conditions) if conditions else None,
+                        bool(rule.get("ignore_order", True)),
+                    )
+                )
+            except (KeyError, TypeError, ValueError, AttributeError) as error:
+                raise DataError(f"{source}, record {index}: {error}") from None
+        return records
+
+    def _document(self, name: str) -> str:
+        path = self.root / "documents" / Path(name).name
+        try:
+            with path.open(encoding="utf-8", errors="replace") as document:
+                text = document.read(MAX_DOCUMENT_CHARS)
+        except OSError as error:
+            raise DataError(f"cannot read external-knowledge document {path}: {error}") from None
+        return text.strip()
+
     def database_path(self, db_id: str, split: str) -> Path:
         """Where the database lives; the path may not exist (the question is then excluded)."""
+        if self.dataset == "spider2-lite":
+            return self.root / "databases" / f"{db_id}.sqlite"
         if self.dataset == "bird":
             return self.root / f"{split}_databases" / db_id / f"{db_id}.sqlite"
         if self.dataset == "own":
@@ -164,6 +226,8 @@ def detect_layout(root: Path, databases_dir: Path | None = None) -> Layout:
         raise DataError(f"no such directory: {root} (pass --data-dir or SQLENV_DATA_DIR)")
     if any(_is_bird_split(p) for p in root.glob("*.json")):
         return Layout("bird", root)
+    if (root / SPIDER2_LITE_QUESTIONS).is_file():
+        return Layout("spider2-lite", root)
     if any(root.glob("*.jsonl")) or any(root.glob("*.csv")):
         return Layout("own", root)
     spider_files = [p for p in sorted(root.glob("*.json")) if p.name != "tables.json"]
@@ -179,9 +243,16 @@ def detect_layout(root: Path, databases_dir: Path | None = None) -> Layout:
         f"{root} is not a data folder this environment reads: it has no database/ folder, no "
         "BIRD split and no question file *.jsonl or *.csv. Expected one of: Spider "
         "(database/<db>/<db>.sqlite and question files *.json), BIRD (dev.json or train.json "
-        "and <split>_databases/<db>/<db>.sqlite), or your own (<db>.sqlite files and a question "
-        "file *.jsonl or *.csv with db_id, question and sql)"
+        "and <split>_databases/<db>/<db>.sqlite), Spider 2.0-lite (spider2-lite.jsonl, "
+        "databases/<db>.sqlite, gold/exec_result/<id>.csv), or your own (<db>.sqlite files "
+        "and a question file *.jsonl or *.csv with db_id, question and sql)"
     )
+
+
+def _is_result_of(path: Path, instance: str) -> bool:
+    """`<id>.csv` or `<id>_a.csv`: not the results of `<id>1`."""
+    rest = path.stem[len(instance) :]
+    return rest == "" or (len(rest) == 2 and rest[0] == "_" and rest[1].isalpha())
 
 
 def _is_bird_split(path: Path) -> bool:

@@ -114,10 +114,11 @@ def row_count_text(row_count: int | None) -> str:
 def start_text(
     question: str, db_id: str, tables: Sequence[str], budget: int, evidence: str = ""
 ) -> str:
+    lines = evidence.splitlines()  # a document (Spider 2.0-lite) spans lines
     return _visible_lines(
         [
             f"Question: {question}",
-            *([f"Evidence: {evidence}"] if evidence else []),
+            *(f"{'Evidence: ' if i == 0 else ''}{line}" for i, line in enumerate(lines)),
             f"Database: {db_id}",
             f"Tables: {', '.join(tables)}",
             f"You have {budget} steps. Tools: describe(table), sample(table, n), query(sql), "

@@ -1,10 +1,11 @@
 """Write small data folders in the layouts of datasets that cannot be downloaded here.
 
-    python scripts/dataset_fixtures.py bird DIR
+    python scripts/dataset_fixtures.py bird|spider2-lite DIR
 
 The content is this project's own (a made-up school fund database), shaped like the real
-release: BIRD's `dev.json` with evidence and difficulty, `dev_databases/<db>/<db>.sqlite` and
-`database_description/<table>.csv`.
+releases: BIRD's `dev.json` with evidence and difficulty, `dev_databases/<db>/<db>.sqlite` and
+`database_description/<table>.csv`; Spider 2.0-lite's `spider2-lite.jsonl`, gold result CSVs
+(with alternatives and condition columns) and external-knowledge documents.
 """
 
 from __future__ import annotations
@@ -117,7 +118,78 @@ def write_bird(folder: Path) -> None:
     (folder / "dev.json").write_text(json.dumps(records, indent=2))
 
 
-LAYOUTS = {"bird": write_bird}
+SPIDER2_LITE = [
+    {
+        "instance_id": "local001",
+        "db": "school_fund",
+        "question": "What is each county's grant total, largest first?",
+        "external_knowledge": None,
+    },
+    {
+        "instance_id": "local002",
+        "db": "school_fund",
+        "question": "Which school received the most money under the grant rules?",
+        "external_knowledge": "grant_rules.md",
+    },
+    {
+        "instance_id": "local003",
+        "db": "school_fund",
+        "question": "How many pupils are enrolled in each county?",
+        "external_knowledge": None,
+    },
+    {
+        "instance_id": "local004",
+        "db": "school_fund",
+        "question": "Which grants were withdrawn?",
+        "external_knowledge": None,
+    },
+    {
+        "instance_id": "bq001",
+        "db": "school_fund",
+        "question": "A BigQuery question, not served from SQLite.",
+        "external_knowledge": None,
+    },
+]
+SPIDER2_LITE_RULES = [
+    {"instance_id": "local001", "condition_cols": [], "ignore_order": False},
+    {"instance_id": "local002", "condition_cols": [0], "ignore_order": True},
+    {"instance_id": "local003", "condition_cols": [1], "ignore_order": True},
+    {"instance_id": "local004", "condition_cols": [], "ignore_order": True},
+]
+SPIDER2_LITE_RESULTS = {
+    # Written from the gold SQL the project knows (not part of the layout).
+    "local001": [["county", "total"], ["Kent", "111500.75"], ["Essex", "70500.75"]],
+    # Two acceptable results: the rules are read by school name or by school id.
+    "local002_a": [["name", "total"], ["Birch High", "99000.25"]],
+    "local002_b": [["school_id", "total"], ["2", "99000.25"]],
+    # Only the second column is checked: the answer may name the county any way.
+    "local003": [["county", "pupils"], ["Kent", "1150"], ["Essex", "800"]],
+}
+GRANT_RULES = """# Grant rules
+
+A school's money is the sum of its grants over every year. A grant whose amount is 0 was
+withdrawn and counts for nothing.
+"""
+
+
+def write_spider2_lite(folder: Path) -> None:
+    """A Spider 2.0-lite-layout folder: four SQLite questions (one without a gold result), one
+    BigQuery question the layout skips, one external-knowledge document."""
+    for name in ("databases", "documents", "gold/exec_result"):
+        (folder / name).mkdir(parents=True)
+    with contextlib.closing(sqlite3.connect(folder / "databases" / "school_fund.sqlite")) as db:
+        db.executescript(SCHOOL_FUND)
+    (folder / "documents" / "grant_rules.md").write_text(GRANT_RULES)
+    lines = "".join(json.dumps(record) + "\n" for record in SPIDER2_LITE)
+    (folder / "spider2-lite.jsonl").write_text(lines)
+    rules = "".join(json.dumps(rule) + "\n" for rule in SPIDER2_LITE_RULES)
+    (folder / "gold" / "spider2lite_eval.jsonl").write_text(rules)
+    for name, rows in SPIDER2_LITE_RESULTS.items():
+        with (folder / "gold" / "exec_result" / f"{name}.csv").open("w", newline="") as f:
+            csv.writer(f).writerows(rows)
+
+
+LAYOUTS = {"bird": write_bird, "spider2-lite": write_spider2_lite}
 
 
 def main() -> None:

@@ -165,3 +165,59 @@ def test_data_check_explains_a_folder_it_cannot_read(tmp_path, cache_dir):
     assert done.returncode == 2
     assert "is not a data folder this environment reads" in done.stderr
     assert "BIRD (dev.json or train.json and <split>_databases/<db>/<db>.sqlite)" in done.stderr
+
+
+@pytest.fixture(scope="module")
+def spider2_lite_dir(tmp_path_factory) -> Path:
+    return write_fixture("spider2-lite", tmp_path_factory.mktemp("data") / "spider2-lite")
+
+
+def test_a_spider2_lite_folder_keeps_its_sqlite_questions_with_result_golds(
+    spider2_lite_dir, cache_dir
+):
+    out = sqlenv("data", "check", "--data-dir", str(spider2_lite_dir), cache_dir=cache_dir)
+    assert "(spider2-lite layout)" in out
+    assert "split lite (spider2-lite.jsonl): 4 questions, 3 kept, 1 excluded" in out
+    assert "  - lite:3 (school_fund) gold missing: no gold result file" in out
+    settings = Settings(data_dir=str(spider2_lite_dir), split="lite", cache_dir=str(cache_dir))
+    assert oracle_success(settings) == (3, 3)
+
+
+@pytest.mark.parametrize(
+    ("question_id", "answer", "correct"),
+    [
+        ("lite:0", [["Kent", 111500.75], ["Essex", 70500.75]], True),
+        ("lite:0", [["Essex", 70500.75], ["Kent", 111500.75]], False),  # ignore_order false
+        ("lite:1", [["Birch High", 99000.25]], True),
+        ("lite:1", [[2, "99000.25"]], True),  # the other acceptable result
+        ("lite:1", [["Cedar Academy", 61500.0]], False),
+        ("lite:2", [["Kent", 1150], ["Essex", 800]], True),  # more columns than the condition
+        ("lite:2", [[800], [1150]], True),
+        ("lite:2", [["Kent", 1150], ["Essex", 801]], False),
+    ],
+)
+def test_spider2_lite_answers_are_checked_on_condition_columns_against_any_result(
+    spider2_lite_dir, cache_dir, question_id, answer, correct
+):
+    settings = Settings(data_dir=str(spider2_lite_dir), split="lite", cache_dir=str(cache_dir))
+    sessions = open_sessions(settings)
+    try:
+        episode = sessions.create(question_id=question_id)
+        episode.call("answer", {"value": json.dumps(answer)})
+        assert episode.correct is correct
+    finally:
+        sessions.shutdown()
+
+
+def test_a_spider2_lite_document_is_shown_with_its_question(spider2_lite_dir, cache_dir):
+    settings = Settings(data_dir=str(spider2_lite_dir), split="lite", cache_dir=str(cache_dir))
+    sessions = open_sessions(settings)
+    try:
+        text = sessions.create(question_id="lite:1").start.text
+    finally:
+        sessions.shutdown()
+    assert text.startswith(
+        "Question: Which school received the most money under the grant rules?\n"
+        "Evidence: # Grant rules\n\nA school's money is the sum of its grants over every year."
+    )
+    assert "\nDatabase: school_fund\n" in text
