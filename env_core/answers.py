@@ -41,16 +41,19 @@ Comparing cells.
 * An integer gold cell (INTEGER, or integer text) must be matched exactly: 5 matches ``5.0`` and
   ``"5"`` but not ``5.0001``. JSON ``true``/``false`` are 1/0.
 * A real gold cell ``g`` (REAL, or text with a fraction or exponent) is matched by a number
-  ``a`` when ``|a - g| <= max(rel_tol * |g|, abs_tol)`` (defaults 1e-4 and 1e-9), or when ``a``
-  is written with ``d`` decimals, 2 <= d <= 15, and equals ``g`` (as its shortest repr) rounded
-  to ``d`` decimals half-even or half-up, that rounding not being zero. So 78.78 matches
-  78.783333, 0.12 matches 0.1234 and 0.13 matches 0.125; 78.8 does not match 78.783333 (one
-  decimal is too coarse) and 0.00 does not match 0.004. A float passed as a Python value counts
-  the decimals of its repr.
+  ``a`` in two ways only. Float noise: ``|a - g| <= max(1e-12 * |g|, 1e-9)``, the two agree to
+  twelve significant digits (a sum added up in another order). Rounding: ``a`` is written with
+  ``d`` decimals, 2 <= d <= 15, and equals ``g`` (as its shortest repr) rounded to ``d``
+  decimals half-even or half-up, that rounding not being zero. So ``4`` matches 4.0, 78.78
+  matches 78.783333, 0.12 matches 0.1234 and 0.13 matches 0.125; 78.8 does not match 78.783333
+  (one decimal is too coarse), 0.00 does not match 0.004, and 19501 does not match 19500.0:
+  no relative tolerance lets a large number be off by units. A float passed as a Python value
+  counts the decimals of its repr.
 
 Comparing results.
 
-* The answer must have as many rows and columns as the gold.
+* The answer must have as many rows and columns as the gold. A gold of condition columns
+  (Spider 2.0-lite) takes an answer with more columns: some of them must match the gold's.
 * Rows form a multiset: duplicates count, so a missing or extra DISTINCT is wrong. Unordered
   rows are paired by a bipartite matching, so tolerance never depends on the order rows come in.
 * When the gold SQL has a top-level ORDER BY, rows must come in the gold order, even rows tied
@@ -76,6 +79,8 @@ from typing import Any
 _MAX_COLUMN_ORDERS = 1_000
 _MAX_ORDER_SEARCH_STEPS = 50_000
 _MAX_ROUNDED_DECIMALS = 15
+_NOISE_RELATIVE = 1e-12
+_NOISE_ABSOLUTE = 1e-9
 # These patterns read agent text. Every quantifier is possessive (it never gives back what it
 # took), so no pattern can backtrack and each runs in time linear in its input.
 _ANSWER_PREFIX = re.compile(r"\**+\s*+(?:final\s++)?answer\s*+\**+\s*+:\s*+\**+\s*+", re.IGNORECASE)
@@ -95,6 +100,9 @@ class GoldAnswer:
     columns: tuple[str, ...]
     rows: tuple[tuple[object, ...], ...]
     ordered: bool
+    # The answer may hold more columns; only the gold's are checked (Spider 2.0's condition
+    # columns).
+    subset: bool = False
 
     def __post_init__(self) -> None:
         if not self.columns or not self.rows:
@@ -145,11 +153,9 @@ def gold_as_json(gold: GoldAnswer) -> str:
 
 
 class AnswerChecker:
-    def __init__(self, rel_tol: float = 1e-4, abs_tol: float = 1e-9, max_chars: int = 100_000):
-        if rel_tol < 0 or abs_tol < 0 or max_chars < 1:
-            raise ValueError("tolerances must be >= 0 and max_chars >= 1")
-        self.rel_tol = rel_tol
-        self.abs_tol = abs_tol
+    def __init__(self, max_chars: int = 100_000):
+        if max_chars < 1:
+            raise ValueError("max_chars must be >= 1")
         self.max_chars = max_chars
 
     def check(self, gold: GoldAnswer, value: object) -> Verdict:
@@ -159,7 +165,7 @@ class AnswerChecker:
             rows, read_cell = self._read_rows(gold, value)
             if not any(rows):
                 return Verdict(False, "empty answer")
-            if any(len(row) != len(gold.columns) for row in rows):
+            if any(not _fits_columns(len(row), gold) for row in rows):
                 return Verdict(False, "column count differs")
             if len(rows) != len(gold.rows):
                 return Verdict(False, "row count differs")
@@ -275,10 +281,11 @@ class AnswerChecker:
             candidates.append([index for index in nearby if self._row_matches(row, answer[index])])
         return _has_perfect_matching(candidates, len(answer))
 
-    def _reach(self, gold: float) -> float:
-        """How far from a gold number a matching answer can be: tolerance, or half a unit in
+    @staticmethod
+    def _reach(gold: float) -> float:
+        """How far from a gold number a matching answer can be: float noise, or half a unit in
         the second decimal for a rounded answer, plus slack for float conversion."""
-        return max(self.rel_tol * abs(gold), self.abs_tol, 0.005) + 1e-9 * (1 + abs(gold))
+        return max(_float_noise(gold), 0.005) + 1e-9 * (1 + abs(gold))
 
     def _row_matches(self, expected: tuple[_Cell, ...], answer: tuple[_Cell, ...]) -> bool:
         return all(map(self._cells_match, expected, answer))
@@ -291,8 +298,14 @@ class AnswerChecker:
         if expected.exact or not (expected.value.is_finite() and answer.value.is_finite()):
             return False
         gold, given = float(expected.value), float(answer.value)
-        within = abs(given - gold) <= max(self.rel_tol * abs(gold), self.abs_tol)
+        within = abs(given - gold) <= _float_noise(gold)
         return (within and math.isfinite(gold)) or _is_rounding_of(answer, expected.value)
+
+
+def _float_noise(gold: float) -> float:
+    """How far a REAL result can drift with the order of float arithmetic: twelve
+    significant digits, never a unit of a number below 10**12."""
+    return max(_NOISE_RELATIVE * abs(gold), _NOISE_ABSOLUTE)
 
 
 def _is_rounding_of(answer: _Number, gold: Decimal) -> bool:
@@ -367,9 +380,13 @@ def _rows_from_text(text: str, gold: GoldAnswer) -> list[list[object]]:
     rows = []
     for line in lines:
         rows.append(_split_cells(line))
-        if len(rows[-1]) != len(gold.columns):
+        if not _fits_columns(len(rows[-1]), gold):
             break  # this row decides the verdict (column count differs): skip the rest
     return rows
+
+
+def _fits_columns(count: int, gold: GoldAnswer) -> bool:
+    return count >= len(gold.columns) if gold.subset else count == len(gold.columns)
 
 
 def _content_lines(text: str) -> list[str]:

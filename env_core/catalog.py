@@ -1,19 +1,18 @@
-"""The question catalog of a Spider-format data directory.
+"""The question catalog of a data directory in one of the layouts `env_core.layouts` reads.
 
-A data directory holds `database/<db_id>/<db_id>.sqlite`, an optional `tables.json`, and
-question files (`*.json`, each a list of records with `db_id`, `question` and `query`; extra
-fields of the full Spider format are ignored). Every gold query is run once under the agent's
-safety limits; questions whose gold cannot serve as an answer key are excluded with a reason.
-The prepared split is cached on disk under a key made of the content hashes of the question
-file, the databases it names, the engine code that prepares it and the limits. A cache file
-carries the hash of its own content: one that cannot be read, is damaged or was edited is
-prepared again, and one that cannot be written leaves the split served from memory, each with a
-warning in the log.
+Every gold query is run once under the agent's safety limits; questions whose gold cannot serve
+as an answer key are excluded with a reason. The prepared split is cached on disk under a key
+made of the content hashes of the question file, the databases it names, the engine code that
+prepares it and the limits. A cache file carries the hash of its own content: one that cannot
+be read, is damaged or was edited is prepared again, and one that cannot be written leaves the
+split served from memory, each with a warning in the log.
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
+import dataclasses
 import functools
 import hashlib
 import json
@@ -30,10 +29,11 @@ from env_core import sql_analysis
 from env_core.answers import GoldAnswer
 from env_core.errors import DataError, ToolError, UnknownQuestionError, shown
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
+from env_core.layouts import ColumnNotes, Layout, QuestionRecord, detect_layout
 
-SPLIT_ALIASES = {"dev": ("dev",), "train": ("train_spider", "train_spider_min")}
 MAX_GOLD_ROWS = 100
-_PREPARING_CODE = ("catalog.py", "sql_analysis.py", "executor.py", "answers.py")
+MAX_GOLD_RESULT_BYTES = 1024 * 1024
+_PREPARING_CODE = ("catalog.py", "layouts.py", "sql_analysis.py", "executor.py", "answers.py")
 # A cache file is this header, the SHA-256 of the rest, a newline, then the split as JSON.
 _CACHE_HEADER = b"sqlenv catalog sha256:"
 
@@ -48,11 +48,19 @@ class Question:
     text: str
     sql: str
     gold: GoldAnswer
-    hardness: str
+    hardness: str  # the dataset's difficulty label; Spider hardness when it gives none
+    dataset: str = "spider"
+    evidence: str = ""  # a hint written with the question (BIRD), shown with it
+    alternatives: tuple[GoldAnswer, ...] = ()  # other acceptable results (Spider 2.0-lite)
 
     @property
     def kind(self) -> str:
         return self.gold.kind
+
+    @property
+    def golds(self) -> tuple[GoldAnswer, ...]:
+        """Every acceptable result: an answer matching any of them is right."""
+        return (self.gold, *self.alternatives)
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,10 @@ class Split:
     from_cache: bool
     load_seconds: float
 
+    def without_evidence(self) -> Split:
+        questions = tuple(dataclasses.replace(q, evidence="") for q in self.questions)
+        return dataclasses.replace(self, questions=questions)
+
     def exclusion_counts(self) -> Counter[str]:
         return Counter(exclusion.reason for exclusion in self.excluded)
 
@@ -81,7 +93,15 @@ class Split:
         the same questions about the same databases and grade them with the same answers."""
         digest = hashlib.sha256()
         for question in self.questions:
-            fields = (question.id, question.db_id, question.text, question.hardness, question.gold)
+            fields = (
+                question.id,
+                question.db_id,
+                question.text,
+                question.hardness,
+                question.gold,
+                *((question.dataset, question.evidence) if question.dataset != "spider" else ()),
+                *question.alternatives,
+            )
             digest.update(repr(fields).encode())
         return digest.hexdigest()[:16]
 
@@ -89,10 +109,14 @@ class Split:
 class Catalog:
     """Questions by split, id and database, over one data directory."""
 
-    def __init__(self, root: Path, splits: dict[str, Split]) -> None:
-        self.root = root
+    def __init__(self, layout: Layout, splits: dict[str, Split]) -> None:
+        self.layout = layout
+        self.root = layout.root
         self.splits = splits
         self._by_id = {q.id: q for split in splits.values() for q in split.questions}
+        self._databases = {
+            q.db_id: layout.database_path(q.db_id, q.split) for q in self._by_id.values()
+        }
         # The questions of each selector asked for, found once: starting an episode asks again.
         self._selected: dict[tuple[str | None, str | None], tuple[Question, ...]] = {}
 
@@ -105,27 +129,31 @@ class Catalog:
         cache_dir: Path | None = None,
         limits: ExecutorLimits | None = None,
         refresh: bool = False,
+        databases_dir: Path | None = None,
+        evidence: bool = True,
     ) -> Catalog:
-        """Load splits, from the cache when it is fresh; `refresh` re-runs every gold query."""
-        data_dir = Path(data_dir)
-        if not data_dir.is_dir():
-            raise DataError(f"no such directory: {data_dir} (pass --data-dir or SQLENV_DATA_DIR)")
-        if not (data_dir / "database").is_dir():
-            raise DataError(
-                f"{data_dir} is not a Spider-format data directory: it has no database/ folder "
-                "(pass --data-dir or set SQLENV_DATA_DIR to a folder holding database/<db_id>/"
-                "<db_id>.sqlite and question files)"
-            )
+        """Load splits, from the cache when it is fresh; `refresh` re-runs every gold query.
+        `databases_dir` holds the databases a dataset does not ship (Spider's, for Spider-Syn);
+        without `evidence` the questions carry none (an ablation of BIRD's hints)."""
+        layout = detect_layout(Path(data_dir), Path(databases_dir) if databases_dir else None)
         limits = limits or ExecutorLimits()
         cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
         loaded = {
-            name: _load_split(data_dir, name, cache_dir, limits, refresh)
+            name: _load_split(layout, name, cache_dir, limits, refresh)
             for name in dict.fromkeys(splits)
         }
-        return cls(data_dir, loaded)
+        if not evidence:
+            loaded = {name: split.without_evidence() for name, split in loaded.items()}
+        return cls(layout, loaded)
+
+    @functools.cache  # noqa: B019 - a catalog lives as long as its server
+    def column_notes(self, db_id: str) -> ColumnNotes:
+        """What the dataset says of the database's columns, for `describe`."""
+        split = next((q.split for q in self._by_id.values() if q.db_id == db_id), "dev")
+        return self.layout.column_notes(db_id, split)
 
     def database_path(self, db_id: str) -> Path:
-        return database_path(self.root, db_id)
+        return self._databases.get(db_id) or self.layout.database_path(db_id, "dev")
 
     def question(self, question_id: str) -> Question:
         try:
@@ -159,39 +187,24 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sqlenv"
 
 
-def database_path(root: Path, db_id: str) -> Path:
-    return root / "database" / db_id / f"{db_id}.sqlite"
-
-
-def question_files(data_dir: Path) -> dict[str, Path]:
-    """Every question file in the directory, by split name (file stem)."""
-    return {p.stem: p for p in sorted(data_dir.glob("*.json")) if p.name != "tables.json"}
-
-
-def question_file(data_dir: Path, split: str) -> Path:
-    files = question_files(data_dir)
-    for stem in SPLIT_ALIASES.get(split, (split,)):
-        if stem in files:
-            return files[stem]
-    raise DataError(
-        f"no question file for split {split!r} in {data_dir}; "
-        f"available: {', '.join(files) or 'none'}"
-    )
+def question_files(data_dir: Path, databases_dir: Path | None = None) -> dict[str, Path]:
+    """Every question file in the directory, by split name."""
+    return detect_layout(Path(data_dir), databases_dir).question_files()
 
 
 def _load_split(
-    data_dir: Path, name: str, cache_dir: Path, limits: ExecutorLimits, refresh: bool
+    layout: Layout, name: str, cache_dir: Path, limits: ExecutorLimits, refresh: bool
 ) -> Split:
     started = time.perf_counter()
-    source = question_file(data_dir, name)
-    records = _read_records(source)
-    db_ids = sorted({record["db_id"] for record in records})
-    cache_file = cache_dir / f"{name}-{_cache_key(data_dir, source, db_ids, limits)}.json"
+    source = layout.question_file(name)
+    records = layout.records(source)
+    db_ids = sorted({record.db_id for record in records})
+    cache_file = cache_dir / f"{name}-{_cache_key(layout, name, source, db_ids, limits)}.json"
     cached = None if refresh else _read_cache(cache_file, name)
     if cached is not None:
         questions, excluded = cached
         return Split(name, source, questions, excluded, True, time.perf_counter() - started)
-    questions, excluded = _prepare(data_dir, name, records, limits)
+    questions, excluded = _prepare(layout, name, records, limits)
     _write_cache(cache_file, _encode(questions, excluded))
     return Split(name, source, questions, excluded, False, time.perf_counter() - started)
 
@@ -247,31 +260,16 @@ def _write_cache(cache_file: Path, payload: dict) -> None:
         )
 
 
-def _read_records(source: Path) -> list[dict]:
-    try:
-        records = json.loads(source.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
-        raise DataError(f"cannot read question file {source}: {error}") from error
-    if not isinstance(records, list):
-        raise DataError(f"{source} must hold a JSON list of question records")
-    for index, record in enumerate(records):
-        if not isinstance(record, dict) or not all(
-            isinstance(record.get(key), str) for key in ("db_id", "question", "query")
-        ):
-            raise DataError(
-                f"{source}, record {index}: needs string fields db_id, question and query"
-            )
-    return records
-
-
-def _cache_key(data_dir: Path, source: Path, db_ids: list[str], limits: ExecutorLimits) -> str:
+def _cache_key(
+    layout: Layout, split: str, source: Path, db_ids: list[str], limits: ExecutorLimits
+) -> str:
     digest = hashlib.sha256(source.read_bytes())
     code_dir = Path(__file__).parent
     for code in _PREPARING_CODE:
         digest.update((code_dir / code).read_bytes())
-    digest.update(repr((limits, MAX_GOLD_ROWS)).encode())
+    digest.update(repr((layout.dataset, limits, MAX_GOLD_ROWS)).encode())
     for db_id in db_ids:
-        path = database_path(data_dir, db_id)
+        path = layout.database_path(db_id, split)
         digest.update(db_id.encode())
         digest.update(_file_hash(path) if path.is_file() else b"missing")
     return digest.hexdigest()[:20]
@@ -283,18 +281,22 @@ def _file_hash(path: Path) -> bytes:
 
 
 def _prepare(
-    data_dir: Path, split: str, records: list[dict], limits: ExecutorLimits
+    layout: Layout, split: str, records: list[QuestionRecord], limits: ExecutorLimits
 ) -> tuple[tuple[Question, ...], tuple[Exclusion, ...]]:
     questions: list[Question] = []
     excluded: list[Exclusion] = []
     executors: dict[str, ReadOnlyExecutor | tuple[str, str]] = {}
     try:
         for index, record in enumerate(records):
-            question_id, db_id = f"{split}:{index}", record["db_id"]
-            if db_id not in executors:
-                executors[db_id] = _open_database(data_dir, db_id, limits)
-            outcome = _grade_gold(executors[db_id], question_id, split, record)
-            (questions if isinstance(outcome, Question) else excluded).append(outcome)
+            question_id = f"{split}:{index}"
+            if record.db_id not in executors:
+                executors[record.db_id] = _open_database(layout, record.db_id, split, limits)
+            grade = _grade_gold if record.sql else _grade_results
+            outcome = grade(executors[record.db_id], question_id, split, record)
+            if isinstance(outcome, Question):
+                questions.append(dataclasses.replace(outcome, dataset=layout.dataset))
+            else:
+                excluded.append(outcome)
     finally:
         for executor in executors.values():
             if isinstance(executor, ReadOnlyExecutor):
@@ -303,12 +305,12 @@ def _prepare(
 
 
 def _open_database(
-    data_dir: Path, db_id: str, limits: ExecutorLimits
+    layout: Layout, db_id: str, split: str, limits: ExecutorLimits
 ) -> ReadOnlyExecutor | tuple[str, str]:
     """An executor on the database, or the exclusion reason and detail when there is none."""
-    path = database_path(data_dir, db_id)
+    path = layout.database_path(db_id, split)
     if not path.is_file():
-        return "database missing", f"no file database/{db_id}/{db_id}.sqlite"
+        return "database missing", layout.missing_database(db_id, split)
     try:
         return ReadOnlyExecutor(path, limits)
     except DataError as error:
@@ -316,9 +318,12 @@ def _open_database(
 
 
 def _grade_gold(
-    executor: ReadOnlyExecutor | tuple[str, str], question_id: str, split: str, record: dict
+    executor: ReadOnlyExecutor | tuple[str, str],
+    question_id: str,
+    split: str,
+    record: QuestionRecord,
 ) -> Question | Exclusion:
-    db_id, sql = record["db_id"], record["query"]
+    db_id, sql = record.db_id, record.sql
 
     def exclude(reason: str, detail: str) -> Exclusion:
         return Exclusion(question_id, db_id, reason, detail)
@@ -338,17 +343,79 @@ def _grade_gold(
         return exclude("gold all NULL", "every cell of the gold result is NULL")
     try:
         ordered = sql_analysis.order_matters(sql) and len(result.rows) > 1
-        hardness = sql_analysis.spider_hardness(sql)
+        hardness = record.difficulty or sql_analysis.spider_hardness(sql)
     except ValueError as error:
         return exclude("gold unparsable", str(error))
     gold = GoldAnswer(result.columns, result.rows, ordered)
-    return Question(question_id, split, db_id, record["question"], sql, gold, hardness)
+    return Question(
+        question_id, split, db_id, record.text, sql, gold, hardness, evidence=record.evidence
+    )
+
+
+def _grade_results(
+    executor: ReadOnlyExecutor | tuple[str, str],
+    question_id: str,
+    split: str,
+    record: QuestionRecord,
+) -> Question | Exclusion:
+    """A question whose gold is given as result files: each must be a usable answer key."""
+
+    def exclude(reason: str, detail: str) -> Exclusion:
+        return Exclusion(question_id, record.db_id, reason, detail)
+
+    if not isinstance(executor, ReadOnlyExecutor):
+        return exclude(*executor)
+    golds = []
+    for path in record.gold_results:
+        try:
+            golds.append(_result_gold(path, record))
+        except ValueError as error:
+            return exclude("gold result unusable", f"{path.name}: {error}")
+    if not golds:
+        return exclude("gold missing", "no gold result file")
+    first, *others = golds
+    return Question(
+        question_id,
+        split,
+        record.db_id,
+        record.text,
+        "",
+        first,
+        record.difficulty or "unrated",
+        evidence=record.evidence,
+        alternatives=tuple(others),
+    )
+
+
+def _result_gold(path: Path, record: QuestionRecord) -> GoldAnswer:
+    """The gold a result CSV gives, cut to the condition columns; ValueError if unusable."""
+    try:
+        if path.stat().st_size > MAX_GOLD_RESULT_BYTES:
+            raise ValueError(f"over {MAX_GOLD_RESULT_BYTES} bytes")
+        with path.open(encoding="utf-8", newline="") as handle:
+            header, *rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise ValueError(str(error)) from None
+    if len(rows) > MAX_GOLD_ROWS:
+        raise ValueError(f"more than {MAX_GOLD_ROWS} rows")
+    kept = record.condition_columns or range(len(header))
+    if any(not 0 <= index < len(header) for index in kept):
+        raise ValueError("a condition column is not in the result")
+    cells = [tuple(row[i] if i < len(row) and row[i] != "" else None for i in kept) for row in rows]
+    ordered = not record.ignore_order and len(cells) > 1
+    try:
+        return GoldAnswer(tuple(header[i] for i in kept), tuple(cells), ordered, subset=True)
+    except ValueError as error:  # empty, or entirely NULL
+        raise ValueError(str(error)) from None
 
 
 def _encode(questions: tuple[Question, ...], excluded: tuple[Exclusion, ...]) -> dict:
     return {
         "questions": [
-            [q.id, q.db_id, q.text, q.sql, q.hardness, q.gold.columns, q.gold.rows, q.gold.ordered]
+            [
+                *(q.id, q.db_id, q.text, q.sql, q.hardness, q.dataset, q.evidence),
+                [[g.columns, g.rows, g.ordered, g.subset] for g in q.golds],
+            ]
             for q in questions
         ],
         "excluded": [[e.id, e.db_id, e.reason, e.detail] for e in excluded],
@@ -369,18 +436,27 @@ def _decode(split: str, payload: object) -> tuple[tuple[Question, ...], tuple[Ex
 
 
 def _decode_question(split: str, fields: list) -> Question:
-    qid, db_id, text, sql, hardness, columns, rows, ordered = fields
+    qid, db_id, text, sql, hardness, dataset, evidence, golds = fields
+    if not (_all_strings([qid, db_id, text, sql, hardness, dataset, evidence]) and golds):
+        raise ValueError("a question has fields of the wrong type")
+    gold, *alternatives = map(_decode_gold, golds)
+    return Question(
+        qid, split, db_id, text, sql, gold, hardness, dataset, evidence, tuple(alternatives)
+    )
+
+
+def _decode_gold(fields: list) -> GoldAnswer:
+    columns, rows, ordered, subset = fields
     if not (
-        _all_strings([qid, db_id, text, sql, hardness])
-        and isinstance(columns, list)
+        isinstance(columns, list)
         and _all_strings(columns)
         and isinstance(rows, list)
         and all(isinstance(row, list) for row in rows)
         and isinstance(ordered, bool)
+        and isinstance(subset, bool)
     ):
-        raise ValueError("a question has fields of the wrong type")
-    gold = GoldAnswer(tuple(columns), tuple(map(tuple, rows)), ordered)
-    return Question(qid, split, db_id, text, sql, gold, hardness)
+        raise ValueError("a gold answer has fields of the wrong type")
+    return GoldAnswer(tuple(columns), tuple(map(tuple, rows)), ordered, subset)
 
 
 def _decode_exclusion(fields: list) -> Exclusion:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import shlex
 import sys
@@ -19,6 +20,7 @@ from env_core.oracle import play_oracle
 from env_core.settings import OPTIONS, Settings, add_arguments, shown_value
 
 HARDNESS_ORDER = ("easy", "medium", "hard", "extra")
+BIRD_DIFFICULTY_ORDER = ("simple", "moderate", "challenging")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--refresh", action="store_true", help="ignore the cache and re-run every gold query"
     )
     prepare.set_defaults(run=run_prepare, command="sqlenv data prepare")
+    check = data_commands.add_parser(
+        "check",
+        help="run every gold query once and list each excluded question with its reason",
+    )
+    add_arguments(check, groups=("data",))
+    check.set_defaults(run=run_check, command="sqlenv data check")
 
     play = commands.add_parser(
         "play",
@@ -97,13 +105,15 @@ def run_prepare(args: argparse.Namespace) -> int:
     settings = Settings.from_arguments(args)
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
     data_dir = resolve_data_dir(settings.data_dir, cache_dir)
-    splits = list(question_files(data_dir)) if args.all_splits else [settings.split]
-    catalog = Catalog.load(data_dir, splits, cache_dir=cache_dir, refresh=args.refresh)
-    print(f"data: {data_dir}")
+    databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
+    splits = list(question_files(data_dir, databases_dir)) if args.all_splits else [settings.split]
+    load = functools.partial(Catalog.load, data_dir, splits, cache_dir=cache_dir)
+    catalog = load(refresh=args.refresh, databases_dir=databases_dir)
+    print(f"data: {data_dir} ({catalog.layout.dataset} layout)")
     for split in catalog.splits.values():
         print(split_report(split))
     first = sum(split.load_seconds for split in catalog.splits.values())
-    warm = Catalog.load(data_dir, splits, cache_dir=cache_dir)
+    warm = load(databases_dir=databases_dir)
     second = sum(split.load_seconds for split in warm.splits.values())
     was_cold = not all(split.from_cache for split in catalog.splits.values())
     label = "cold start (gold queries run)" if was_cold else "start (from cache)"
@@ -111,14 +121,31 @@ def run_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_check(args: argparse.Namespace) -> int:
+    settings = Settings.from_arguments(args)
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
+    data_dir = resolve_data_dir(settings.data_dir, cache_dir)
+    databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
+    splits = list(question_files(data_dir, databases_dir))
+    catalog = Catalog.load(data_dir, splits, cache_dir=cache_dir, databases_dir=databases_dir)
+    print(f"data: {data_dir} ({catalog.layout.dataset} layout)")
+    for split in catalog.splits.values():
+        print(split_report(split))
+        for exclusion in split.excluded:
+            print(f"  - {exclusion.id} ({exclusion.db_id}) {exclusion.reason}: {exclusion.detail}")
+    return 0
+
+
 def split_report(split: Split) -> str:
     kept, excluded = len(split.questions), len(split.excluded)
-    hardness = Counter(q.hardness for q in split.questions)
+    labels = Counter(q.hardness for q in split.questions)
+    known = (*HARDNESS_ORDER, *BIRD_DIFFICULTY_ORDER)
+    order = [*known, *sorted(set(labels) - set(known))]
     kinds = Counter(q.kind for q in split.questions)
     lines = [
         f"split {split.name} ({split.source.name}): {kept + excluded} questions, "
         f"{kept} kept, {excluded} excluded",
-        "  kept by hardness: " + ", ".join(f"{h} {hardness[h]}" for h in HARDNESS_ORDER),
+        "  kept by hardness: " + ", ".join(f"{h} {labels[h]}" for h in order if labels[h]),
         "  kept by answer kind: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())),
         f"  ordered answers: {sum(q.gold.ordered for q in split.questions)}",
     ]

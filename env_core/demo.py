@@ -19,7 +19,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from env_core.catalog import database_path, default_cache_dir
+from env_core.catalog import default_cache_dir
 from env_core.errors import DataError
 
 DEMO_SOURCES = Path(__file__).parent / "demo_data"
@@ -65,7 +65,7 @@ def resolve_data_dir(data_dir: str | Path | None, cache_dir: Path | None = None)
 
 def _build(directory: Path, scripts: list[Path], questions: Path) -> None:
     for script in scripts:
-        path = database_path(directory, script.stem)
+        path = directory / "database" / script.stem / f"{script.stem}.sqlite"
         path.parent.mkdir(parents=True)
         with contextlib.closing(sqlite3.connect(path)) as connection:
             connection.executescript(script.read_text(encoding="utf-8"))

@@ -35,6 +35,7 @@ from env_core.tools import ToolSpec, check_arguments, specs_by_name
 
 if TYPE_CHECKING:
     from env_core.catalog import Question
+    from env_core.layouts import ColumnNotes
     from env_core.rewards import RewardConfig
 
 MAX_ANSWER_CHARS = 20_000
@@ -138,6 +139,8 @@ class Episode:
     owner: str | None = None
     client: str | None = None
     _busy: bool = field(default=False, repr=False)
+    # What the dataset says of each column (BIRD's descriptions), shown by describe.
+    column_notes: ColumnNotes = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod
@@ -149,13 +152,19 @@ class Episode:
         reward_config: RewardConfig,
         checker: AnswerChecker,
         max_steps: int,
+        column_notes: ColumnNotes | None = None,
     ) -> Episode:
-        return cls(episode_id, question, executor, RewardTracker(reward_config), checker, max_steps)
+        tracker = RewardTracker(reward_config)
+        notes = column_notes or {}
+        return cls(episode_id, question, executor, tracker, checker, max_steps, column_notes=notes)
 
     @property
     def start(self) -> EpisodeStart:
         tables = self.executor.tables
-        text = render.start_text(self.question.text, self.question.db_id, tables, self.max_steps)
+        question = self.question
+        text = render.start_text(
+            question.text, question.db_id, tables, self.max_steps, question.evidence
+        )
         return EpisodeStart(
             self.episode_id, self.question.text, self.question.db_id, tables, self.max_steps, text
         )
@@ -247,7 +256,9 @@ class Episode:
     def _explore(self, tool: str, arguments: dict[str, Any]) -> Work[tuple[str, dict, str | None]]:
         if tool == "describe":
             schema = self.executor.describe(arguments["table"])
-            return schema.text, render.schema_data(schema), schema.name
+            notes = self.column_notes.get(schema.name.casefold())
+            text = render.schema_text(schema, notes) if notes else schema.text
+            return text, render.schema_data(schema), schema.name
         if tool == "sample":
             schema = self.executor.describe(arguments["table"])
             n = arguments.get("n", 5)
@@ -294,7 +305,8 @@ class Episode:
             raise InvalidArgumentError(
                 f"the answer is {len(value)} characters; the limit is {MAX_ANSWER_CHARS}"
             )
-        verdict = self.checker.check(self.question.gold, value)
+        verdicts = [self.checker.check(gold, value) for gold in self.question.golds]
+        verdict = next((v for v in verdicts if v.correct), verdicts[0])
         text = f"{'Correct' if verdict.correct else 'Incorrect'}. The episode is over."
         with self._lock:
             if self.done:

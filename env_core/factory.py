@@ -37,4 +37,11 @@ def load_catalog(settings: Settings, splits: list[str] | None = None) -> Catalog
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
     root = resolve_data_dir(settings.data_dir, cache_dir)
     limits = SessionConfig.of(settings).limits
-    return Catalog.load(root, splits or [settings.split], cache_dir=cache_dir, limits=limits)
+    return Catalog.load(
+        root,
+        splits or [settings.split],
+        cache_dir=cache_dir,
+        limits=limits,
+        databases_dir=Path(settings.databases_dir) if settings.databases_dir else None,
+        evidence=settings.evidence,
+    )

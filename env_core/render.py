@@ -8,7 +8,7 @@ renderings keep every value exact.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -73,7 +73,9 @@ def rows_text(result: QueryResult) -> str:
 MAX_DEFINITION_CHARS = 2_000
 
 
-def schema_text(schema: TableSchema) -> str:
+def schema_text(schema: TableSchema, notes: Mapping[str, str] | None = None) -> str:
+    """The table's columns and keys; `notes` (by casefolded column name) follow a column as
+    ``-- note``."""
     if schema.definition is not None:
         definition = schema.definition[:MAX_DEFINITION_CHARS]
         title = f"{schema.kind} {schema.name}: {_how_to_read(schema.kind)}"
@@ -86,7 +88,8 @@ def schema_text(schema: TableSchema) -> str:
             flags.append("primary key")
         if column.not_null:
             flags.append("not null")
-        lines.append(f"  {column.name} {' '.join(flags)}")
+        note = notes.get(column.name.casefold()) if notes else None
+        lines.append(f"  {column.name} {' '.join(flags)}" + (f"  -- {note}" if note else ""))
     if schema.foreign_keys:
         lines.append("foreign keys:")
         lines.extend(
@@ -108,10 +111,14 @@ def row_count_text(row_count: int | None) -> str:
     return "too many rows to count in time" if row_count is None else f"{row_count} rows"
 
 
-def start_text(question: str, db_id: str, tables: Sequence[str], budget: int) -> str:
+def start_text(
+    question: str, db_id: str, tables: Sequence[str], budget: int, evidence: str = ""
+) -> str:
+    lines = evidence.splitlines()  # a document (Spider 2.0-lite) spans lines
     return _visible_lines(
         [
             f"Question: {question}",
+            *(f"{'Evidence: ' if i == 0 else ''}{line}" for i, line in enumerate(lines)),
             f"Database: {db_id}",
             f"Tables: {', '.join(tables)}",
             f"You have {budget} steps. Tools: describe(table), sample(table, n), query(sql), "

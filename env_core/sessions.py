@@ -204,6 +204,7 @@ class SessionManager:
                 self.config.rewards,
                 self.checker,
                 self.config.max_steps,
+                self.catalog.column_notes(question.db_id),
             )
             episode.owner = owner
             episode.client = client

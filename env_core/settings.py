@@ -88,8 +88,10 @@ class Option:
 class Settings:
     # data
     data_dir: str | None = None
+    databases_dir: str | None = None
     cache_dir: str | None = None
     split: str = "dev"
+    evidence: bool = True
     # episodes
     max_steps: int = 15
     reward_profile: str = "shaped"
@@ -173,9 +175,18 @@ OPTIONS: tuple[Option, ...] = (
         "--data-dir",
         _text,
         "data",
-        "Spider-format data directory",
+        "data directory (Spider, BIRD or your own layout; docs/datasets.md)",
         "DIR",
         shown_default="the embedded demo",
+    ),
+    Option(
+        "databases_dir",
+        "--databases-dir",
+        _text,
+        "data",
+        "databases a dataset does not ship (Spider's database/ for Spider-Syn and Spider-DK)",
+        "DIR",
+        shown_default="none",
     ),
     Option(
         "cache_dir",
@@ -187,6 +198,13 @@ OPTIONS: tuple[Option, ...] = (
         shown_default="~/.cache/sqlenv",
     ),
     Option("split", "--split", _text, "data", "question split to serve", "NAME"),
+    Option(
+        "evidence",
+        "--evidence",
+        _switch,
+        "data",
+        "show a question's evidence (BIRD's hint) with it; --no-evidence for ablations",
+    ),
     Option("max_steps", "--max-steps", whole(1, 1000), "episodes", "step budget per episode", "N"),
     Option(
         "reward_profile",

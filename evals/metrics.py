@@ -12,6 +12,9 @@ from typing import Any
 from evals.play import EpisodeRecord
 
 HARDNESS_LEVELS = ("easy", "medium", "hard", "extra")
+# Each dataset's own labels, in their order: BIRD's difficulty; others (Spider-DK's "type N")
+# follow sorted.
+DIFFICULTY_LEVELS = (*HARDNESS_LEVELS, "simple", "moderate", "challenging")
 Z_95 = 1.959963984540054
 
 
@@ -76,7 +79,7 @@ class Summary:
             overall=GroupSummary.of(records),
             by_hardness={
                 level: GroupSummary.of([r for r in records if r.hardness == level])
-                for level in HARDNESS_LEVELS
+                for level in _levels(records)
             },
             answered=sum(r.answered for r in records),
             tool_use=dict(sorted(Counter(step.tool for step in steps).items())),
@@ -86,3 +89,10 @@ class Summary:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _levels(records: Sequence[EpisodeRecord]) -> list[str]:
+    """Spider's hardness levels, then every other difficulty label the records carry."""
+    others = {r.hardness for r in records} - set(HARDNESS_LEVELS)
+    known = [level for level in DIFFICULTY_LEVELS if level in others]
+    return [*HARDNESS_LEVELS, *known, *sorted(others - set(known))]

@@ -37,7 +37,7 @@ class EpisodeRecord:
     index: int
     question_id: str
     db_id: str
-    hardness: str
+    hardness: str  # the dataset's difficulty label
     policy: str
     opening: str
     steps: list[StepRecord]
@@ -45,6 +45,7 @@ class EpisodeRecord:
     answered: bool
     correct: bool
     notes: dict[str, int] = field(default_factory=dict)
+    dataset: str = "spider"
 
     @property
     def steps_used(self) -> int:
@@ -102,4 +103,5 @@ def record_of(
         answered=answered,
         correct=answered and last.data.get("correct") is True,
         notes=notes or {},
+        dataset=question.dataset,
     )

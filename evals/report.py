@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from evals.metrics import HARDNESS_LEVELS, GroupSummary, Proportion
+from evals.metrics import GroupSummary, Proportion
 from evals.plots import TOOLS, draw_all
 from evals.run_folder import Run
 
@@ -38,8 +38,7 @@ def summary_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
     rows = []
     for run in runs:
         rows.append([run.label, "all", *_group_cells(run.summary.overall)])
-        for level in HARDNESS_LEVELS:
-            group = run.summary.by_hardness[level]
+        for level, group in run.summary.by_hardness.items():
             if group.episodes:  # a level the run did not meet has nothing to show
                 rows.append(["", level, *_group_cells(group)])
     return header, rows

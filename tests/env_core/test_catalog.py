@@ -4,8 +4,9 @@ import sqlite3
 
 import pytest
 
-from env_core.catalog import Catalog, question_file
+from env_core.catalog import Catalog
 from env_core.errors import DataError, UnknownQuestionError
+from env_core.layouts import detect_layout
 
 
 @pytest.fixture
@@ -85,7 +86,7 @@ def test_spider_splits_load_with_their_exclusions(spider_catalog, spider_dir, tm
     assert train.exclusion_counts()["database missing"] == 96
     assert train.exclusion_counts()["gold failed"] == 3
     assert {q.hardness for q in dev.questions} == {"easy", "medium", "hard", "extra"}
-    assert question_file(spider_dir, "train").name == "train_spider_min.json"
+    assert detect_layout(spider_dir).question_file("train").name == "train_spider_min.json"
 
 
 def test_full_dev_excludes_the_missing_wta_1_database(spider_dir, cache_dir):
@@ -117,7 +118,7 @@ def test_bad_data_directories_give_clear_errors(tmp_path, tiny_data_dir):
     with pytest.raises(DataError, match=r"no question file for split .test. in .*; available: dev"):
         Catalog.load(tiny_data_dir, ["test"], cache_dir=tmp_path / "cache")
     (tiny_data_dir / "broken.json").write_text('[{"db_id": "shop"}]')
-    with pytest.raises(DataError, match="record 0: needs string fields"):
+    with pytest.raises(DataError, match="record 0: needs a string field"):
         Catalog.load(tiny_data_dir, ["broken"], cache_dir=tmp_path / "cache")
     shutil.rmtree(tiny_data_dir / "database")
     with pytest.raises(DataError, match="SQLENV_DATA_DIR"):
