@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-import uvicorn
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -40,7 +39,7 @@ from env_core.asgi import listening_socket
 from env_core.command_line import CommandParser, run_main
 from env_core.factory import open_sessions
 from env_core.garbage_collection import tune_for_serving
-from env_core.http_protocol import TimedRequests
+from env_core.http_protocol import serve as serve_http
 from env_core.parent_watch import stop_with_parent
 from env_core.settings import Settings, add_arguments
 
@@ -185,10 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         web = " (and /web)" if args.web else ""
         url = f"http://{settings.host}:{settings.port}"
         print(f"sqlenv-openenv: serving OpenEnv at {url}{web}", file=sys.stderr, flush=True)
-        config = uvicorn.Config(
-            app, log_level=settings.log_level, http=TimedRequests, **WEBSOCKET_OPTIONS
-        )
-        uvicorn.Server(config).run(sockets=[listener])
+        serve_http(app, listener, settings, settings.log_level, **WEBSOCKET_OPTIONS)
 
     return run_main("sqlenv-openenv", serve)
 

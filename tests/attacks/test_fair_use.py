@@ -3,7 +3,9 @@ client cannot take every connection or episode slot, idle connections that hold 
 ended, bodies and messages are bounded, malformed input gets a clear error and the server and
 the other clients go on.
 
-Requests name another client with `X-Forwarded-For`, which uvicorn trusts from 127.0.0.1 only.
+Requests name another client with `X-Forwarded-For`: the servers here trust it from 127.0.0.1,
+standing for a proxy (`--trusted-proxies`; tests/attacks/test_client_identity.py tests that
+they trust it from no one else).
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ def anyio_backend() -> str:
 
 
 def serve(module: list[str], health: str, *args: str) -> LocalServer:
-    return LocalServer([sys.executable, "-m", *module, *args], health)
+    trusting = ["--trusted-proxies", "127.0.0.1"]
+    return LocalServer([sys.executable, "-m", *module, *trusting, *args], health)
 
 
 @pytest.fixture
