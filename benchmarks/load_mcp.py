@@ -228,6 +228,7 @@ def server_command(args: argparse.Namespace, kind: str, sessions: int) -> list[s
         *("--max-episodes", str(sessions + 16)),
         *("--max-episodes-per-client", str(sessions + 16)),
         *("--max-connections-per-client", str(sessions + 16)),
+        *("--max-sockets-per-client", str(2 * sessions + 16)),
     ]
 
 

@@ -162,7 +162,8 @@ class Replicas:
         self._listeners = []
 
     def _start_replicas(self) -> None:
-        flags = [*self.settings.arguments(), *self.server_args]
+        # HAProxy connects from 127.0.0.1 and names each client in X-Forwarded-For.
+        flags = [*self.settings.arguments(), "--trusted-proxies", "127.0.0.1", *self.server_args]
         python = sys.executable
         # name: (command, health path, episode counters path)
         commands = {}

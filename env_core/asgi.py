@@ -37,17 +37,21 @@ def query_parameter(scope: Scope, name: str) -> str | None:
 
 
 def client_of(scope: Scope) -> str:
-    """The remote address (behind a trusted proxy, the one it forwarded). An IPv6 client is
-    its /64 network: one host is commonly given all of one, so a single address is no client."""
+    """The remote address (behind a trusted proxy, the one it forwarded), as `client_address`
+    names it."""
     client = scope.get("client")
-    if not client:
-        return "unknown"
+    return client_address(client[0]) if client else "unknown"
+
+
+def client_address(host: str) -> str:
+    """The client a remote address is. An IPv6 client is its /64 network: one host is
+    commonly given all of one, so a single address is no client."""
     try:
-        address = ipaddress.ip_address(client[0])
+        address = ipaddress.ip_address(host)
     except ValueError:  # a Unix socket's path, or a proxy's name for its client
-        return client[0]
+        return host
     if address.version == 4:
-        return client[0]
+        return host
     if address.ipv4_mapped is not None:
         return str(address.ipv4_mapped)
     return str(ipaddress.ip_network(f"{address}/64", strict=False))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -62,6 +63,18 @@ def _text(text: str) -> str:
     return text
 
 
+def _addresses(text: str) -> str:
+    """Addresses or networks, comma-separated ("127.0.0.1,10.0.0.0/8"), as written."""
+    for item in text.split(","):
+        if item.strip() == "*":
+            raise ValueError("'*' would trust every client's own word: name the proxy's addresses")
+        try:
+            ipaddress.ip_network(item.strip(), strict=False)
+        except ValueError:
+            raise ValueError(f"{shown(item.strip())} is not an address or network") from None
+    return ",".join(item.strip() for item in text.split(","))
+
+
 def _lower_case(text: str) -> str:
     return text.strip().lower()
 
@@ -108,6 +121,8 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 8000
     max_connections_per_client: int = 64
+    max_sockets_per_client: int = 256
+    trusted_proxies: str | None = None
     idle_connection_timeout_s: float = 120.0
     log_level: str = "warning"
 
@@ -272,6 +287,25 @@ OPTIONS: tuple[Option, ...] = (
         "server",
         "connections (MCP sessions, WebSockets) one client may hold open",
         "N",
+    ),
+    Option(
+        "max_sockets_per_client",
+        "--max-sockets-per-client",
+        whole(1),
+        "server",
+        "TCP connections one client (remote address) may have open at once; a trusted "
+        "proxy's are not counted",
+        "N",
+    ),
+    Option(
+        "trusted_proxies",
+        "--trusted-proxies",
+        _addresses,
+        "server",
+        "proxies (addresses or networks, comma-separated) whose X-Forwarded-For names the "
+        "client; any other connection's client is its own address",
+        "ADDRESSES",
+        shown_default="none",
     ),
     Option(
         "idle_connection_timeout_s",

@@ -9,12 +9,22 @@ name, type and range and answers a mistake in its own words, as it does through 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from importlib.metadata import version
 from typing import Any
 
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import CallToolResult, ContentBlock, ToolAnnotations
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.shared.exceptions import McpError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    ContentBlock,
+    ErrorData,
+    GetPromptResult,
+    ToolAnnotations,
+)
+from pydantic import AnyUrl
 
 from env_core.command_line import PACKAGE
 from env_core.errors import InvalidArgumentError, SQLEnvError, shown
@@ -22,6 +32,8 @@ from sqlenv_mcp.stdio import stdio_streams
 
 # A tool's work: the calling context and the arguments as sent, to the result.
 Handler = Callable[[Context, dict[str, Any]], Awaitable[CallToolResult]]
+# The MCP specification's code for a resource that does not exist.
+RESOURCE_NOT_FOUND = -32002
 
 
 class AgentToolServer(FastMCP):
@@ -65,6 +77,27 @@ class AgentToolServer(FastMCP):
         if handler is None:
             return await super().call_tool(name, arguments)
         return await handler(self.get_context(), dict(arguments or {}))
+
+    # FastMCP answers an unknown resource or prompt with error code 0 (and logs a traceback
+    # for the prompt); the specification's codes are these.
+    async def read_resource(self, uri: AnyUrl | str) -> Iterable[ReadResourceContents]:
+        known = [str(resource.uri) for resource in await self.list_resources()]
+        if str(uri) not in known:
+            message = _unknown("resource", str(uri), known)
+            raise McpError(ErrorData(code=RESOURCE_NOT_FOUND, message=message))
+        return await super().read_resource(uri)
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None
+    ) -> GetPromptResult:
+        known = [prompt.name for prompt in await self.list_prompts()]
+        if name not in known:
+            raise McpError(ErrorData(code=INVALID_PARAMS, message=_unknown("prompt", name, known)))
+        return await super().get_prompt(name, arguments)
+
+
+def _unknown(kind: str, name: str, known: list[str]) -> str:
+    return f"unknown {kind} {shown(name)}: the {kind}s are {', '.join(known) or 'none'}"
 
 
 KIND_NAMES = {str: "a string", bool: "true or false", int: "a whole number"}

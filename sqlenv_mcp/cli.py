@@ -158,9 +158,7 @@ def serve(served: Served, args: argparse.Namespace) -> None:
     if args.transport == "stdio":
         served.server.run("stdio")
         return
-    import uvicorn
-
-    from env_core.http_protocol import TimedRequests
+    from env_core.http_protocol import serve as serve_http
 
     stop_with_parent()
     http = http_settings(args)
@@ -173,8 +171,7 @@ def serve(served: Served, args: argparse.Namespace) -> None:
     for seat in served.assigned:
         address = f"{base}/assess/{seat.token}/mcp"
         print(f"sqlenv-mcp: assessing {seat.question_id} at {address}", file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level="warning", http=TimedRequests)
-    uvicorn.Server(config).run(sockets=[listener])
+    serve_http(app, listener, http.settings, log_level="warning")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,8 @@ The SDK caps the connections of the whole server and ends a connection after a l
 (30 min), so one client that opens connections and never ends them could take every one for
 that long. This middleware caps the connections one client (remote address) holds open, and
 ends a connection not in use (in episode mode: holding no episode) once it has been idle for a
-short time, by sending the SDK the DELETE request a client sends to end its connection.
+short time, by sending the SDK the DELETE request a client sends to end its connection; a
+client at its cap that opens another ends its least recently used one not in use that way.
 
 It also reads each request's body before the SDK does, and answers in its place one the SDK
 would mishandle (`sqlenv_mcp.jsonrpc`): with a 500 and a traceback (a number too long to read,
@@ -27,6 +28,10 @@ from env_core.asgi import App, Message, Receive, Scope, Send
 from sqlenv_mcp import jsonrpc
 
 SESSION_HEADER = b"mcp-session-id"
+# A client at its cap that opens another connection ends its own least recently used one not in
+# use, if idle this long: many clients never end theirs (HTTP DELETE), and were locked out until
+# their connections expired. One idle for less may be about to start its episode.
+REPLACEABLE_AFTER_S = 2.0
 # The SDK answers requests by id: a second request with the id of one still running took its
 # answer and left the first without one.
 ID_RUNNING = "a request with this id is still running on this connection: give each its own id"
@@ -120,7 +125,7 @@ class ConnectionGuard:
         """A request without a session id: the one that opens a connection."""
         client = asgi.client_of(scope)
         await self.sweep()
-        if self.open_connections(client) >= self.per_client:
+        if self.open_connections(client) >= self.per_client and not await self._replace(client):
             message = (
                 f"this client has {self.per_client} MCP connections open, as many as one "
                 "client may; end one (HTTP DELETE, which MCP clients send when they close) or "
@@ -140,6 +145,28 @@ class ConnectionGuard:
 
         await self.app(scope, receive, learn)
 
+    async def _replace(self, client: str) -> bool:
+        """End the client's least recently used connection not in use, if one has been idle
+        for `REPLACEABLE_AFTER_S`; False if none has."""
+        now = self.clock()
+        replaceable = [
+            (connection.last_active, session_id)
+            for session_id, connection in self._connections.items()
+            if connection.client == client
+            and not connection.in_flight
+            and now - connection.last_active >= REPLACEABLE_AFTER_S
+            and not self.in_use(session_id)
+        ]
+        if not replaceable:
+            return False
+        await self._end(min(replaceable)[1])
+        return True
+
+    async def _end(self, session_id: str) -> None:
+        self._connections.pop(session_id, None)
+        headers = [(b"host", b"localhost:0"), (SESSION_HEADER, session_id.encode())]
+        await asgi.send_internal_request(self.app, "DELETE", self.path, headers)
+
     async def sweep(self) -> int:
         """End the idle connections not in use, forget the ones the SDK ended; returns how
         many were ended."""
@@ -152,9 +179,7 @@ class ConnectionGuard:
             if idle > self.idle_s:
                 self._connections.pop(session_id, None)  # the SDK has ended it
             elif idle > self.idle_unused_s and not self.in_use(session_id):
-                self._connections.pop(session_id, None)
-                headers = [(b"host", b"localhost:0"), (SESSION_HEADER, session_id.encode())]
-                await asgi.send_internal_request(self.app, "DELETE", self.path, headers)
+                await self._end(session_id)
                 ended += 1
         return ended
 

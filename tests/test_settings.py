@@ -92,6 +92,8 @@ def test_variables_set_the_defaults_and_flags_win(monkeypatch):
         ("--max-rows", "²", "'²' is not a whole number"),
         ("--split", "", "an empty value is not allowed"),
         ("--reward-profile", "generous", "invalid choice: 'generous'"),
+        ("--trusted-proxies", "*", "'*' would trust every client's own word"),
+        ("--trusted-proxies", "10.0.0.1,proxy", "'proxy' is not an address or network"),
     ],
 )
 def test_a_bad_flag_is_one_clear_line(flag, value, message, capsys):

@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-import uvicorn
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
@@ -39,7 +38,7 @@ from adapters.openenv.openapi import document_websocket
 from adapters.openenv.web import build_play_ui
 from env_core.factory import open_sessions
 from env_core.garbage_collection import tune_for_serving
-from env_core.http_protocol import TimedRequests
+from env_core.http_protocol import serve as serve_http
 from env_core.parent_watch import stop_with_parent
 from env_core.settings import Settings
 
@@ -158,10 +157,7 @@ def serve(settings: Settings, listener: socket.socket, web: bool = False) -> Non
     stop_with_parent()
     url = f"http://{settings.host}:{settings.port}" + (" (and /web)" if web else "")
     print(f"sqlenv-openenv: serving OpenEnv at {url}", file=sys.stderr, flush=True)
-    config = uvicorn.Config(
-        app, log_level=settings.log_level, http=TimedRequests, **WEBSOCKET_OPTIONS
-    )
-    uvicorn.Server(config).run(sockets=[listener])
+    serve_http(app, listener, settings, settings.log_level, **WEBSOCKET_OPTIONS)
 
 
 if __name__ == "__main__":

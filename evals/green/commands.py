@@ -100,11 +100,8 @@ def card_url_of(args: argparse.Namespace, settings: Settings) -> str:
 
 
 def serve(app, settings: Settings, name: str, card_url: str) -> None:
-    import uvicorn
-
-    from env_core.http_protocol import TimedRequests
+    from env_core.http_protocol import serve as serve_http
 
     listener = listening_socket(settings.host, settings.port)
     print(f"sqlenv {name}: serving A2A at {card_url}", file=sys.stderr, flush=True)
-    config = uvicorn.Config(app, log_level=settings.log_level, http=TimedRequests)
-    uvicorn.Server(config).run(sockets=[listener])
+    serve_http(app, listener, settings, settings.log_level)

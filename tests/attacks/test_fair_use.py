@@ -3,7 +3,9 @@ client cannot take every connection or episode slot, idle connections that hold 
 ended, bodies and messages are bounded, malformed input gets a clear error and the server and
 the other clients go on.
 
-Requests name another client with `X-Forwarded-For`, which uvicorn trusts from 127.0.0.1 only.
+Requests name another client with `X-Forwarded-For`: the servers here trust it from 127.0.0.1,
+standing for a proxy (`--trusted-proxies`; tests/attacks/test_client_identity.py tests that
+they trust it from no one else).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from env_core.http_protocol import REQUEST_S
 from env_core.json_limits import TOO_MANY
 from env_core.settings import Settings
 from evals.local_server import LocalServer
-from sqlenv_mcp.guard import ID_RUNNING
+from sqlenv_mcp.guard import ID_RUNNING, REPLACEABLE_AFTER_S
 
 pytestmark = pytest.mark.anyio
 CAP = 3
@@ -51,7 +53,8 @@ def anyio_backend() -> str:
 
 
 def serve(module: list[str], health: str, *args: str) -> LocalServer:
-    return LocalServer([sys.executable, "-m", *module, *args], health)
+    trusting = ["--trusted-proxies", "127.0.0.1"]
+    return LocalServer([sys.executable, "-m", *module, *trusting, *args], health)
 
 
 @pytest.fixture
@@ -140,6 +143,32 @@ def test_idle_mcp_connections_without_an_episode_end_and_free_their_place(mcp_se
     assert mcp_server_health(mcp_server)["episodes"]["active"] == 1
 
 
+def test_a_client_that_never_ends_its_mcp_connections_is_not_locked_out(cache_dir):
+    """At its cap, a client's new connection replaces its least recently used one that holds
+    no episode and has idled REPLACEABLE_AFTER_S; before, it was refused until one expired
+    (--idle-connection-timeout, 120 s)."""
+    server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz", FAIR_USE[0], str(CAP))
+    try:
+        held = [RawConnection(server.url) for _ in range(CAP)]
+        assert RawConnection(server.url).opened.status_code == 429  # none idle long enough
+        time.sleep(REPLACEABLE_AFTER_S + 0.5)
+        held[1].call("query", {"sql": "SELECT 1"})  # now the least recently used is held[0]
+        newest = RawConnection(server.url)
+        assert newest.opened.status_code == 200
+        assert held[0].call("query", {"sql": "SELECT 1"}).status_code == 404
+        playing = [*held[1:], newest]
+        for connection in playing:
+            assert not tool_result(connection.call("start_episode", {"seed": 1}))["isError"]
+        time.sleep(REPLACEABLE_AFTER_S + 0.5)
+        assert RawConnection(server.url).opened.status_code == 429  # each holds an episode
+        assert all(
+            connection.call("query", {"sql": "SELECT 1"}).status_code == 200
+            for connection in playing
+        )
+    finally:
+        server.stop()
+
+
 def mcp_server_health(server: LocalServer) -> dict:
     return httpx.get(f"{server.url}/healthz").json()
 
@@ -154,7 +183,8 @@ def test_thousands_of_mcp_connections_never_ended_stay_bounded(cache_dir):
                 http.post(f"{server.url}/mcp", json=MCP_INITIALIZE, headers=MCP_HEADERS).status_code
                 for _ in range(2_000)
             ]
-        assert statuses.count(200) == cap and statuses.count(429) == 2_000 - cap
+        # The first `cap` are opened; later ones replace the least recently used idle one.
+        assert statuses[:cap] == [200] * cap and set(statuses) <= {200, 429}
         assert peak.growth_mib < 40, f"grew {peak.growth_mib:.0f} MiB"
         assert RawConnection(server.url, other_client("10.0.0.3")).opened.status_code == 200
     finally:

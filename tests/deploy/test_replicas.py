@@ -3,6 +3,8 @@ protocol, MCP sessions pinned to their replica, a dead replica taken out, slow c
 
 from __future__ import annotations
 
+import contextlib
+import json
 import shutil
 import socket
 import threading
@@ -13,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import httpx
 import pytest
+from websockets.sync.client import connect as connect_websocket
 
 from deploy.serve_replicas import Ports, Replicas
 from evals.doors import DoorSpec, open_door
@@ -261,3 +264,36 @@ def test_a_port_in_use_fails_at_once_before_any_server_starts(haproxy, dev_door_
             replicas.__enter__()
         assert time.monotonic() - started < 1
         assert replicas.replicas == [] and replicas.balancer is None
+
+
+def test_behind_the_balancer_a_client_is_the_address_it_connects_from(haproxy, dev_door_spec):
+    """A client that names others in X-Forwarded-For is still counted as itself; a client
+    connecting from another address is another client."""
+    one_each = ("--max-connections-per-client", "2")
+    with Replicas(1, dev_door_spec.settings, Ports.free(), one_each) as replicas:
+        mcp_statuses = [
+            httpx.post(
+                f"{replicas.mcp_url}/mcp",
+                json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INITIALIZE},
+                headers={**MCP_HEADERS, "X-Forwarded-For": f"10.0.0.{n}"},
+            ).status_code
+            for n in range(1, 4)
+        ]
+        websocket_url = f"{replicas.openenv_url.replace('http', 'ws')}/ws"
+        with contextlib.ExitStack() as held:
+            for n in range(1, 4):
+                spoofed = {"X-Forwarded-For": f"10.0.0.{n}"}
+                last = held.enter_context(
+                    connect_websocket(websocket_url, additional_headers=spoofed)
+                )
+            websocket_refusal = json.loads(last.recv(timeout=10))["data"]["code"]
+        from_elsewhere = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.2"))
+        with from_elsewhere:
+            elsewhere = from_elsewhere.post(
+                f"{replicas.mcp_url}/mcp",
+                json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INITIALIZE},
+                headers=MCP_HEADERS,
+            ).status_code
+    assert mcp_statuses == [200, 200, 429]
+    assert websocket_refusal == "CAPACITY_REACHED"
+    assert elsewhere == 200

@@ -1,7 +1,8 @@
 """Messages that are not the JSON-RPC requests the SDK reads are answered as JSON-RPC says, by
 both transports alike: a parse error or an invalid request (id null), an unknown method
 (-32601, with the request's id), params the method does not take (-32602, saying what is
-wrong); an unknown or invalid notification is not answered. The connection goes on, and the
+wrong), an unknown resource (-32002) or prompt (-32602); an unknown or invalid notification is
+not answered. The connection goes on, and the
 server's log stays quiet.
 
 Before, stdio answered each with a log notification ("Internal Server Error"), HTTP with
@@ -61,6 +62,12 @@ ANSWERED = {
     ),
     b'{"jsonrpc": "2.0", "id": ' + b"9" * 5_000 + b', "method": "tools/list"}': error(
         None, -32700, "a number may have at most 4300 digits"
+    ),
+    request(10, "resources/read", params={"uri": "sqlenv://nothing"}): error(
+        10, -32002, "unknown resource 'sqlenv://nothing': the resources are sqlenv://databases"
+    ),
+    request(11, "prompts/get", params={"name": "nothing"}): error(
+        11, -32602, "unknown prompt 'nothing': the prompts are solve_question"
     ),
     b'{"jsonrpc": "2.0", "id": 8}': error(
         None,

@@ -1,0 +1,133 @@
+"""Who a client is, as the servers see it, each a real process on 127.0.0.1: its own address,
+whatever it says about itself; `X-Forwarded-For` only from the proxies the operator names
+(`--trusted-proxies`); and at most `--max-sockets-per-client` TCP connections from one address,
+on the MCP, OpenEnv and A2A servers alike (env_core/http_protocol.py).
+
+A second client is a second loopback address: a socket bound to 127.0.0.2 before it connects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from served_episodes import MCP_HEADERS, MCP_INITIALIZE
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect as connect_websocket
+
+from evals.local_server import LocalServer
+
+SOCKETS = 4
+MCP = (["sqlenv_mcp", "--transport", "http"], "/healthz")
+OPENENV = (["adapters.openenv.server"], "/health")
+A2A = (["env_core.cli", "purple", "--policy", "random"], "/.well-known/agent-card.json")
+
+
+@contextlib.contextmanager
+def serving(kind: tuple[list[str], str], *args: str) -> Iterator[LocalServer]:
+    module, health = kind
+    server = LocalServer([sys.executable, "-m", *module, *args], health)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def connected(url: str, source: str = "127.0.0.1") -> socket.socket:
+    """A TCP connection to the server at url, made from the loopback address `source`."""
+    host, port = url.removeprefix("http://").split(":")
+    connection = socket.socket()
+    connection.bind((source, 0))
+    connection.connect((host, int(port)))
+    connection.settimeout(10)
+    return connection
+
+
+def answer(connection: socket.socket, path: str) -> bytes:
+    """The server's whole answer to a GET of `path` on the connection."""
+    host = f"127.0.0.1:{connection.getpeername()[1]}"
+    request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    connection.sendall(request.encode())
+    chunks = []
+    while chunk := connection.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def spoofing(address: str) -> dict[str, str]:
+    return {"X-Forwarded-For": address}
+
+
+def test_an_mcp_client_naming_others_in_x_forwarded_for_is_still_itself(cache_dir):
+    with serving(MCP, "--max-connections-per-client", "2") as server:
+        statuses = [
+            httpx.post(
+                f"{server.url}/mcp",
+                json=MCP_INITIALIZE,
+                headers={**MCP_HEADERS, **spoofing(f"10.0.0.{n}")},
+            ).status_code
+            for n in range(1, 4)
+        ]
+    assert statuses == [200, 200, 429]
+
+
+def test_an_openenv_client_naming_others_in_x_forwarded_for_is_still_itself(cache_dir):
+    with serving(OPENENV, "--max-connections-per-client", "2") as server:
+        url = f"{server.url.replace('http', 'ws')}/ws"
+        with contextlib.ExitStack() as held:
+            for n in (1, 2, 3):
+                last = held.enter_context(
+                    connect_websocket(url, additional_headers=spoofing(f"10.0.0.{n}"))
+                )
+            refusal = json.loads(last.recv(timeout=10))
+    assert refusal["data"]["code"] == "CAPACITY_REACHED"
+
+
+@pytest.mark.parametrize("kind", [MCP, OPENENV, A2A], ids=["mcp", "openenv", "a2a"])
+def test_one_address_holds_a_bounded_number_of_sockets_and_others_connect(kind, cache_dir):
+    health = kind[1]
+    with serving(kind, "--max-sockets-per-client", str(SOCKETS)) as server:
+        held = [connected(server.url) for _ in range(SOCKETS)]
+        refused = answer(connected(server.url), health)
+        elsewhere = answer(connected(server.url, "127.0.0.2"), health)
+        held.pop().close()
+        time.sleep(0.2)  # for the server to see it closed
+        after_one_closed = answer(connected(server.url), health)
+        for connection in held:
+            connection.close()
+    head, _, text = refused.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 429 ")
+    assert text == (
+        b"this client has 4 connections open to this server, as many as one client may: "
+        b"close one first"
+    )
+    assert elsewhere.startswith(b"HTTP/1.1 200 ")
+    assert after_one_closed.startswith(b"HTTP/1.1 200 ")
+
+
+def test_an_open_websocket_counts_until_it_closes(cache_dir):
+    with serving(OPENENV, "--max-sockets-per-client", "2") as server:
+        url = f"{server.url.replace('http', 'ws')}/ws"
+        with (
+            connect_websocket(url),
+            connect_websocket(url),
+            pytest.raises(InvalidStatus, match="429"),
+        ):
+            connect_websocket(url)
+        time.sleep(0.2)
+        with connect_websocket(url), connect_websocket(url):
+            pass
+
+
+def test_a_trusted_proxys_connections_are_not_capped(cache_dir):
+    trusting = ("--trusted-proxies", "127.0.0.3")
+    with serving(MCP, "--max-sockets-per-client", "2", *trusting) as server:
+        through_proxy = [connected(server.url, "127.0.0.3") for _ in range(5)]
+        answers = [answer(connection, "/healthz") for connection in through_proxy]
+    assert all(answer.startswith(b"HTTP/1.1 200 ") for answer in answers)
