@@ -62,7 +62,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="N",
         help="episodes in parallel processes (1)",
     )
-    run.add_argument("--out", type=Path, required=True, help="run folder (resumed if it exists)")
+    run.add_argument("--out", type=folder, required=True, help="run folder (resumed if it exists)")
     run.add_argument("--label", help="the run's name in tables and plots")
     run.add_argument(
         "--no-progress", dest="progress", action="store_false", help="no progress bar on stderr"
@@ -78,7 +78,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     compare.add_argument("runs", nargs="+", type=Path, help="run folders, each with run.json")
     compare.add_argument("--labels", help="comma-separated names for the runs")
-    compare.add_argument("--out", type=Path, required=True, help="folder for the report")
+    compare.add_argument("--out", type=folder, required=True, help="folder for the report")
     compare.set_defaults(run=run_compare, command="sqlenv eval-compare")
 
     audit = commands.add_parser(
@@ -133,6 +133,12 @@ def episode_count(text: str) -> int | str:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError("a positive whole number, or 'all'")
     return int(text)
+
+
+def folder(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path names no folder; give the folder's path")
+    return Path(text)
 
 
 def profile_names(text: str) -> tuple[str, ...]:
