@@ -57,6 +57,7 @@ def evaluate(
         "seed": seed,
         "episodes": n_episodes,
         "data_dir": settings.data_dir,
+        "catalog": env.catalog.splits[settings.split].fingerprint,
         "max_steps": settings.max_steps,
         "reward_profile": settings.reward_profile,
     }
