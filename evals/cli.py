@@ -187,7 +187,7 @@ def run_eval(args: argparse.Namespace) -> int:
         raise CommandError(f"--url goes with --door {' or '.join(SERVER_DOORS)}")
     if args.out.exists() and not args.out.is_dir():
         raise CommandError(f"--out {args.out} is a file, not a run folder")
-    from evals.evaluate import evaluate
+    from evals.evaluate import RunInterrupted, evaluate
     from evals.report import summary_rows, text_table, write_report
     from evals.run_folder import Run
 
@@ -206,6 +206,9 @@ def run_eval(args: argparse.Namespace) -> int:
             workers=args.workers,
             progress=args.progress,
         )
+    except RunInterrupted as interrupted:
+        print(f"{args.command}: {interrupted}", file=sys.stderr)
+        raise
     finally:
         door.close()
     run = Run(
