@@ -62,7 +62,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="N",
         help="episodes in parallel processes (1)",
     )
-    run.add_argument("--out", type=Path, required=True, help="run folder (resumed if it exists)")
+    run.add_argument("--out", type=folder, required=True, help="run folder (resumed if it exists)")
     run.add_argument("--label", help="the run's name in tables and plots")
     run.add_argument(
         "--no-progress", dest="progress", action="store_false", help="no progress bar on stderr"
@@ -78,7 +78,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     compare.add_argument("runs", nargs="+", type=Path, help="run folders, each with run.json")
     compare.add_argument("--labels", help="comma-separated names for the runs")
-    compare.add_argument("--out", type=Path, required=True, help="folder for the report")
+    compare.add_argument("--out", type=folder, required=True, help="folder for the report")
     compare.set_defaults(run=run_compare, command="sqlenv eval-compare")
 
     audit = commands.add_parser(
@@ -135,6 +135,12 @@ def episode_count(text: str) -> int | str:
     return int(text)
 
 
+def folder(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path names no folder; give the folder's path")
+    return Path(text)
+
+
 def profile_names(text: str) -> tuple[str, ...]:
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     unknown = [name for name in names if name not in PROFILES]
@@ -186,7 +192,7 @@ def run_eval(args: argparse.Namespace) -> int:
         raise CommandError(f"--url goes with --door {' or '.join(SERVER_DOORS)}")
     if args.out.exists() and not args.out.is_dir():
         raise CommandError(f"--out {args.out} is a file, not a run folder")
-    from evals.evaluate import evaluate
+    from evals.evaluate import RunInterrupted, evaluate
     from evals.report import summary_rows, text_table, write_report
     from evals.run_folder import Run
 
@@ -205,6 +211,9 @@ def run_eval(args: argparse.Namespace) -> int:
             workers=args.workers,
             progress=args.progress,
         )
+    except RunInterrupted as interrupted:
+        print(f"{args.command}: {interrupted}", file=sys.stderr)
+        raise
     finally:
         door.close()
     run = Run(

@@ -23,6 +23,15 @@ from evals.policy import Policy
 from evals.run_folder import RunFolder
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a run recorded in a run folder, which the same command resumes."""
+
+    def __init__(self, finished: int, total: int) -> None:
+        super().__init__(
+            f"interrupted after {finished} of {total} episodes; run the same command to resume"
+        )
+
+
 @dataclass(frozen=True)
 class EvalResult:
     config: dict[str, Any]
@@ -57,6 +66,7 @@ def evaluate(
         "seed": seed,
         "episodes": n_episodes,
         "data_dir": settings.data_dir,
+        "catalog": env.catalog.splits[settings.split].fingerprint,
         "max_steps": settings.max_steps,
         "reward_profile": settings.reward_profile,
     }
@@ -75,6 +85,10 @@ def evaluate(
             if folder:
                 folder.append(record)
             bar.update(1)
+    except KeyboardInterrupt:
+        if folder:
+            raise RunInterrupted(len(finished), n_episodes) from None
+        raise
     finally:
         played.close()  # the workers stop now, on Ctrl-C too, not when this frame is freed
         bar.close()

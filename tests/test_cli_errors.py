@@ -116,6 +116,14 @@ def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
             [*sqlenv, "eval", "--policy", "oracle", "--out", str(a_file)],
             "is a file, not a run folder",
         ),
+        "eval empty out": Case(
+            [*sqlenv, "eval", "--policy", "oracle", "--out", ""],
+            "argument --out: an empty path names no folder",
+        ),
+        "eval-compare empty out": Case(
+            [*sqlenv, "eval-compare", str(tmp), "--out", " "],
+            "argument --out: an empty path names no folder",
+        ),
         "eval-compare no run": Case(
             [*sqlenv, "eval-compare", str(tmp), "--out", str(tmp / "cmp")],
             "is not a run folder: it has no run.json",

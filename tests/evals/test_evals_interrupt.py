@@ -1,8 +1,10 @@
-"""`sqlenv eval --workers N` stopped with Ctrl-C, which a terminal sends to the whole process
-group, exits with 130 and prints nothing, even while its worker processes start."""
+"""`sqlenv eval` stopped with Ctrl-C, which a terminal sends to the whole process group, exits
+with 130 saying how far it got and that the same command resumes, and nothing else, even while
+its worker processes start."""
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -11,6 +13,9 @@ from pathlib import Path
 
 SQLENV = str(Path(sys.executable).parent / "sqlenv")
 INTERRUPTED = 130
+RESUME = re.compile(
+    r"sqlenv eval: interrupted after (\d+) of (\d+) episodes; run the same command to resume\n"
+)
 # A worker whose interpreter is up is this long into importing what it runs (about 1 s here).
 IMPORTING_S = 0.2
 
@@ -37,7 +42,7 @@ def _read(pid: str, name: str) -> bytes:
     return b""
 
 
-def test_ctrl_c_while_the_workers_start_is_a_quiet_130(dev_door_spec, tmp_path):
+def test_ctrl_c_while_the_workers_start_is_130_and_says_the_run_resumes(dev_door_spec, tmp_path):
     command = [SQLENV, "eval", "--policy", "random", *dev_door_spec.settings.arguments()]
     command += ["--workers", "2", "--out", str(tmp_path / "run"), "--no-progress"]
     process = subprocess.Popen(
@@ -55,7 +60,40 @@ def test_ctrl_c_while_the_workers_start_is_a_quiet_130(dev_door_spec, tmp_path):
         with contextlib.suppress(ProcessLookupError):  # whatever is left of the group
             os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-    assert (process.returncode, err, out) == (INTERRUPTED, "", "")
+    assert (process.returncode, out) == (INTERRUPTED, "")
+    said = RESUME.fullmatch(err)
+    assert said and said.group(1) == "0", err
+
+
+def test_ctrl_c_midway_says_how_far_the_run_got_and_the_same_command_resumes(
+    dev_door_spec, tmp_path
+):
+    out = tmp_path / "run"
+    command = [SQLENV, "eval", "--policy", "random", *dev_door_spec.settings.arguments()]
+    command += ["--episodes", "300", "--out", str(out), "--no-progress"]
+    process = subprocess.Popen(
+        command, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    episodes_file = out / "episodes.jsonl"
+    try:
+        deadline = time.monotonic() + 120
+        while not episodes_file.is_file() or episodes_file.read_text().count("\n") < 10:
+            assert process.poll() is None and time.monotonic() < deadline, "no episodes played"
+            time.sleep(0.01)
+        os.killpg(process.pid, signal.SIGINT)
+        out_text, err = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert (process.returncode, out_text) == (INTERRUPTED, "")
+    said = RESUME.fullmatch(err)
+    assert said, err
+    assert int(said.group(1)) == episodes_file.read_text().count("\n") >= 10
+    assert said.group(2) == "300"
+    resumed = subprocess.run(command, capture_output=True, text=True)
+    assert resumed.returncode == 0, resumed.stderr
+    assert episodes_file.read_text().count("\n") == 300
 
 
 # An MCP server that never answers `initialize`, and a Ctrl-C while the door waits for it.
