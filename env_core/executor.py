@@ -224,10 +224,11 @@ def _refuse(name: str):
     return refuse
 
 
-def file_state(path: Path) -> tuple[int, int]:
-    """What changes when another program writes the file: its size and modification time."""
+def file_state(path: Path) -> tuple[int, int, int, int]:
+    """What changes when another program writes or replaces the file: which file it is, its
+    size and its modification time."""
     stat = path.stat()
-    return stat.st_size, stat.st_mtime_ns
+    return stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 # Bounds a row of a table sampled in process: columns x the value-size limit.

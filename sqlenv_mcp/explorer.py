@@ -6,6 +6,7 @@ One executor per database, shared by all connections (it serialises calls).
 """
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -30,8 +31,7 @@ from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec, check_arguments, check
 from sqlenv_mcp.agent_tools import AgentToolServer, Handler, take
 from sqlenv_mcp.episodes import READ_ONLY, sample_size
 from sqlenv_mcp.results import ExploreOutput, explore_result
-
-SQLITE_SUFFIXES = (".sqlite", ".sqlite3", ".db")
+from sqlenv_mcp.served_files import SQLITE_SUFFIXES, Identity, ServedFile, files_inside
 
 log = logging.getLogger(__name__)
 
@@ -43,60 +43,105 @@ LIST_TABLES = "List the databases served (or the one named) with their tables an
 
 
 class UserDatabases:
+    """The files served, by name, each checked (`ServedFile.check`) whenever a call uses it:
+    its executor is opened again when the file was replaced, and closed when the file can no
+    longer be served."""
+
     def __init__(
-        self, paths: dict[str, Path], limits: ExecutorLimits, sandbox: Sandbox | None = None
+        self, files: dict[str, ServedFile], limits: ExecutorLimits, sandbox: Sandbox | None = None
     ) -> None:
-        self.paths = paths
+        self.files = files
         self.limits = limits
         self.sandbox = sandbox or Sandbox()
-        self._executors: dict[str, ReadOnlyExecutor] = {}
+        self._executors: dict[str, tuple[Identity, ReadOnlyExecutor]] = {}
         self._lock = threading.Lock()
 
     @classmethod
     def from_path(
         cls, path: Path, limits: ExecutorLimits, sandbox: Sandbox | None = None
     ) -> "UserDatabases":
-        """A single SQLite file, or every SQLite file directly inside a folder (links that
-        lead out of the folder are left out)."""
+        """A single SQLite file, or every SQLite file directly inside a folder (one that
+        cannot be served, such as a link out of the folder, is left out with a warning)."""
         path = Path(path).expanduser()
-        if path.is_dir():
-            files = _files_inside(path)
-        elif path.is_file():
-            files = [path]
-        else:
-            raise DataError(f"--db {path}: no such file or folder")
+        if not path.is_dir():
+            lone = ServedFile(path, Path(os.path.realpath(path)))
+            databases = cls({path.stem: lone}, limits, sandbox)
+            databases.executor(path.stem)  # fail at start-up, not at the first call
+            return databases
+        files = files_inside(path)
         if not files:
             raise DataError(f"--db {path}: the folder has no {', '.join(SQLITE_SUFFIXES)} files")
-        databases = cls({file.stem: file.resolve() for file in files}, limits, sandbox)
-        for name in databases.paths:
-            databases.executor(name)  # fail at start-up, not at the first call
+        databases = cls({file.path.stem: file for file in files}, limits, sandbox)
+        for name in list(databases.files):
+            try:
+                databases.executor(name)
+            except DataError as error:
+                log.warning("--db: %s", error)
+                del databases.files[name]
+        if not databases.files:
+            raise DataError(f"--db {path}: no file in the folder can be served")
         return databases
 
     def executor(self, name: str | None) -> tuple[str, ReadOnlyExecutor]:
+        """The database named (or the only one) and its executor, opened on the file as it
+        is now; DataError if the file cannot be served now."""
         if name is None:
-            if len(self.paths) > 1:
+            if len(self.files) > 1:
                 raise InvalidArgumentError(
-                    f"several databases are served; name one: {', '.join(self.paths)}"
+                    f"several databases are served; name one: {', '.join(self.files)}"
                 )
-            name = next(iter(self.paths))
-        if name not in self.paths:
+            name = next(iter(self.files))
+        if name not in self.files:
             raise InvalidArgumentError(
-                f"no database {shown(name)}; databases are: {', '.join(self.paths)}"
+                f"no database {shown(name)}; databases are: {', '.join(self.files)}"
             )
         with self._lock:
-            if name not in self._executors:
-                self._executors[name] = ReadOnlyExecutor(
-                    self.paths[name], self.limits, immutable=False, sandbox=self.sandbox
+            held = self._opened(self.files[name], self._executors.pop(name, None))
+            self._executors[name] = held
+            return name, held[1]
+
+    def _opened(
+        self, served: ServedFile, held: tuple[Identity, ReadOnlyExecutor] | None
+    ) -> tuple[Identity, ReadOnlyExecutor]:
+        """The executor `held` if it reads the file as it is now (it is closed otherwise),
+        else one opened on the file."""
+        try:
+            real, identity = served.check()
+        except DataError:
+            _close(held)
+            raise
+        if held is not None and held[0] != identity:
+            _close(held)
+            held = None
+        try:
+            if held is None:
+                executor = ReadOnlyExecutor(
+                    real, self.limits, immutable=False, sandbox=self.sandbox
                 )
-            return name, self._executors[name]
+                held = (identity, executor)
+            held[1].tables  # noqa: B018  (opens the file again if it was written since)
+        except DataError:
+            _close(held)
+            raise served.unopenable() from None
+        return held
+
+    def unreadable(self, name: str) -> DataError:
+        """The file changed into one that cannot be read while a call used it: its executor
+        is closed, and the error says why."""
+        with self._lock:
+            _close(self._executors.pop(name, None))
+        return self.files[name].unopenable()
 
     def schemas(self, database: str | None = None) -> dict[str, dict[str, TableSchema]]:
         """Each database (or the one named) with its tables' schemas."""
-        names = [self.executor(database)[0]] if database is not None else list(self.paths)
+        names = [self.executor(database)[0]] if database is not None else list(self.files)
         schemas = {}
         for name in names:
             _, executor = self.executor(name)
-            schemas[name] = {table: executor.describe(table) for table in executor.tables}
+            try:
+                schemas[name] = {table: executor.describe(table) for table in executor.tables}
+            except DataError:
+                raise self.unreadable(name) from None
         return schemas
 
     def listing(self) -> str:
@@ -104,23 +149,15 @@ class UserDatabases:
 
     def close(self) -> None:
         with self._lock:
-            for executor in self._executors.values():
+            for _, executor in self._executors.values():
                 executor.close()
             self._executors.clear()
         self.sandbox.close()
 
 
-def _files_inside(folder: Path) -> list[Path]:
-    inside = folder.resolve()
-    files = []
-    for candidate in sorted(folder.iterdir()):
-        if candidate.suffix not in SQLITE_SUFFIXES or not candidate.is_file():
-            continue
-        if not candidate.resolve().is_relative_to(inside):
-            log.warning("--db: %s leads out of the folder; it is not served", candidate.name)
-            continue
-        files.append(candidate)
-    return files
+def _close(held: tuple[Identity, ReadOnlyExecutor] | None) -> None:
+    if held is not None:
+        held[1].close()
 
 
 DATABASE = Annotated[
@@ -162,23 +199,29 @@ def register_explorer_tools(
             return database or "", text, {"databases": row_counts(schemas)}
         check_arguments(specs[tool], arguments)
         name, executor = databases.executor(database)
+        try:
+            return name, *await use(executor, tool, arguments)
+        except DataError:
+            raise databases.unreadable(name) from None
+
+    async def use(executor: ReadOnlyExecutor, tool: str, arguments: dict[str, Any]) -> tuple:
         if tool == "describe":
             schema = executor.describe(arguments["table"])
-            return name, schema.text, render.schema_data(schema)
+            return schema.text, render.schema_data(schema)
         if tool == "sample":
             n = arguments.get("n", DEFAULT_SAMPLE_ROWS)
             schema = executor.describe(arguments["table"])
             result = await finish_async(executor.sample_work(schema, n))
         else:
             result = await finish_async(executor.query_work(arguments["sql"]))
-        return name, result.text, render.rows_data(result)
+        return result.text, render.rows_data(result)
 
     def calls_of(tool: str) -> Handler:
         async def call(_ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
             asked = arguments.get("database")
             try:
                 name, text, data = await explore(tool, arguments)
-            except (ToolError, ServerBusyError) as error:
+            except (ToolError, ServerBusyError, DataError) as error:
                 name = asked if isinstance(asked, str) else ""
                 return explore_result(name, render.error_text(error), error_data(error), ok=False)
             return explore_result(name, text, data, ok=True)

@@ -175,7 +175,7 @@ def build_explorer_server(
     server = _new_server(
         explorer.INSTRUCTIONS,
         http or HttpSettings(),
-        lambda: {"databases": list(databases.paths)},
+        lambda: {"databases": list(databases.files)},
         databases.sandbox.unavailable,
     )
     explorer.register_explorer_tools(server, databases, output_schemas)

@@ -35,7 +35,7 @@ from adapters.openenv.environment import SQLExploreEnvironment
 from adapters.openenv.guard import RequestGuard
 from adapters.openenv.models import EpisodeObservation, SQLState
 from adapters.openenv.openapi import document_websocket
-from adapters.openenv.web import build_play_ui
+from adapters.openenv.web import PageRequests, build_play_ui
 from env_core.factory import open_sessions
 from env_core.garbage_collection import tune_for_serving
 from env_core.http_protocol import serve as serve_http
@@ -81,7 +81,9 @@ def build_app(settings: Settings) -> FastAPI:
     document_websocket(app)
     serve_health(app, manager.sandbox.unavailable)
 
-    if not web_enabled():
+    if web_enabled():
+        app.add_middleware(PageRequests)
+    else:
 
         @app.get("/web", include_in_schema=False)
         def web_is_off() -> JSONResponse:

@@ -3,20 +3,50 @@
 OpenEnv's web manager holds a single environment shared by every browser, so this is a demo
 and debugging surface, not a multi-user one. Each observation is drawn the way an agent reads
 it: the engine's text, then the step's reward.
+
+The page keeps nothing on disk and calls no one: only the requests the page itself makes reach
+Gradio (`PageRequests`; its uploads, files and API are refused), and Gradio's version check
+and usage analytics are off.
 """
 
 from __future__ import annotations
 
 import html
+import os
+import re
 from typing import Any
 
 import gradio as gr
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from adapters.openenv.models import observation_text, tool_arguments
 from env_core.tools import TOOLS, TOOLS_BY_NAME
 
 ARGUMENT_HELP = "table for describe and sample, one SELECT for query, the answer for answer"
 MAX_SEED_DIGITS = 18
+# Picked when the page opens: a table's columns, the usual first step (`answer` would end the
+# episode with whatever is typed).
+FIRST_TOOL = "describe"
+NO_EPISODE = 'no episode is running: press "New episode" first'
+STORED = (
+    "This page stores nothing on disk and accepts no uploads. The episode (one, shared by "
+    "every browser) and this tab's list of calls live in the server's memory until the next "
+    "episode or the server's end."
+)
+
+# Gradio checks for a newer version and sends usage analytics (to its vendor and the Hugging
+# Face Hub) from each page built, unless this is off; it is read as each page is built.
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+
+# What the page's own script asks for: the page, its scripts and styles, and the queue that
+# runs a button's call (join, then read the events). Gradio serves more (uploads, files,
+# proxied URLs, its API), none of which the page needs.
+PAGE_READS = re.compile(
+    r"/web(/|/(assets|static)/[^?]+|/theme\.css|/favicon\.ico|/config/?"
+    r"|/gradio_api/heartbeat/[^/]+|/gradio_api/queue/data)?"
+)
+PAGE_CALLS = ("/web/gradio_api/queue/join",)
 
 
 def seed_option(typed: str) -> dict[str, Any]:
@@ -45,6 +75,30 @@ def observation_html(observation: dict[str, Any]) -> str:
         f'<pre class="sqlenv-text" style="white-space: pre-wrap">{text}</pre>'
         f'<p class="sqlenv-outcome">{" · ".join(outcome)}</p>'
     )
+
+
+class PageRequests:
+    """ASGI middleware: under /web, only the requests the page makes (`PAGE_READS`,
+    `PAGE_CALLS`); anything else there is answered 404 before Gradio reads it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not page_request(scope["method"], scope["path"]):
+            refusal = {"detail": "not found: the /web page serves only its own requests"}
+            await JSONResponse(refusal, status_code=404)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def page_request(method: str, path: str) -> bool:
+    """Whether a request is outside /web or one the page itself makes."""
+    if path != "/web" and not path.startswith("/web/"):
+        return True
+    if method in ("GET", "HEAD"):
+        return PAGE_READS.fullmatch(path) is not None
+    return method == "POST" and path in PAGE_CALLS
 
 
 def _flatten(served: dict[str, Any]) -> dict[str, Any]:
@@ -84,6 +138,8 @@ def build_play_ui(
     async def run(
         tool: str, argument: str, n: float | None, lines: list[str]
     ) -> tuple[str, list[str], str]:
+        if not web_manager.env.state.episode_id:
+            return render({"text": f"Error: {NO_EPISODE}"}), lines, _transcript_html(lines)
         sample_size = int(n) if tool == "sample" and n is not None else None
         arguments = tool_arguments(tool, argument, sample_size)
         action = {"type": "call_tool", "tool_name": tool, "arguments": arguments}
@@ -110,7 +166,7 @@ def build_play_ui(
         with gr.Row(equal_height=True):
             tool = gr.Radio(
                 choices=[(f"{spec.name}: {spec.description}", spec.name) for spec in TOOLS],
-                value=TOOLS[0].name,
+                value=FIRST_TOOL,
                 label="Tool",
                 elem_id="tool",
             )
@@ -126,6 +182,7 @@ def build_play_ui(
         run_button = gr.Button("Run", variant="primary", elem_id="run")
         observation_view = gr.HTML(elem_id="observation")
         transcript_view = gr.HTML(elem_id="transcript")
+        gr.Markdown(STORED, elem_id="stored")
 
         # One call to the shared environment at a time.
         busy = {"concurrency_id": "sqlenv", "concurrency_limit": 1}

@@ -44,6 +44,13 @@ def test_the_image_runs_as_the_user_spaces_run_containers_as(space):
     assert user == "1000"
 
 
+def test_the_image_turns_off_what_would_call_home(space):
+    # The /web page's Gradio: its version check and analytics; the Hub client's telemetry.
+    dockerfile = (space / "Dockerfile").read_text()
+    for setting in ("GRADIO_ANALYTICS_ENABLED=False", "HF_HUB_DISABLE_TELEMETRY=1"):
+        assert re.search(rf"^    {setting} \\$", dockerfile, re.MULTILINE), setting
+
+
 def test_every_file_the_dockerfile_copies_is_there(space):
     dockerfile = (space / "Dockerfile").read_text()
     sources = [

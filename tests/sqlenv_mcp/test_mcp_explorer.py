@@ -166,5 +166,5 @@ def test_bad_paths_fail_at_start_up(tmp_path):
     with pytest.raises(DataError, match="the folder has no"):
         UserDatabases.from_path(tmp_path, ExecutorLimits())
     (tmp_path / "fake.sqlite").write_text("not a database")
-    with pytest.raises(DataError, match="cannot open"):
+    with pytest.raises(DataError, match="cannot be served: it is not a SQLite database"):
         UserDatabases.from_path(tmp_path / "fake.sqlite", ExecutorLimits())
