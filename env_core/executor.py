@@ -47,7 +47,16 @@ from env_core.errors import (
     UnknownTableError,
     shortened,
 )
-from env_core.render import rows_text, schema_text, visible
+from env_core.render import (
+    ALL_TABLES,
+    MAX_LISTED_CHARS,
+    MAX_TEXT_CHARS,
+    names_text,
+    rows_text,
+    schema_parts_shown,
+    schema_text,
+    visible,
+)
 from env_core.sandbox import Job, SharedRun, Work, finish
 from env_core.settings import Settings
 from env_core.tools import check_text
@@ -65,7 +74,7 @@ class ExecutorLimits:
     max_sample_rows: int = 20
     max_sql_chars: int = 8_000
     max_cell_chars: int = 500
-    max_result_chars: int = 64_000
+    max_result_chars: int = MAX_TEXT_CHARS
     # A single SQL function call cannot be interrupted, and the cost of some (instr, replace,
     # LIKE) grows with the product of their arguments' sizes: small values keep one call short.
     max_value_bytes: int = 20_000
@@ -135,6 +144,12 @@ class TableSchema:
     def text(self) -> str:
         """The table as a language model reads it, rendered once: a schema is read once."""
         return schema_text(self)
+
+    @functools.cached_property
+    def shown(self) -> tuple[int, int]:
+        """How many of its columns and foreign keys its renderings show (the rest would not
+        fit their budget)."""
+        return schema_parts_shown(self)
 
 
 _ALLOWED_ACTIONS = frozenset(
@@ -496,7 +511,7 @@ class ReadOnlyExecutor:
             table = self._table_names.get(_ascii_folded(candidate))
             if table is not None:
                 return table
-        tables = ", ".join(map(visible, schema))
+        tables = names_text(tuple(schema), MAX_LISTED_CHARS, ALL_TABLES)
         raise UnknownTableError(
             f"no such table: {visible(shortened(name, 80))}; tables are: {tables}"
         )
@@ -801,7 +816,9 @@ class ReadOnlyExecutor:
         if "too big" in message or "too long" in message:
             return QueryRejectedError(f"{message}: the statement or a value exceeds a size limit")
         if message.startswith("no such table"):
-            message += f"; tables are: {', '.join(self._schema)}"
+            message += (
+                f"; tables are: {names_text(tuple(self._schema), MAX_LISTED_CHARS, ALL_TABLES)}"
+            )
         elif message.startswith("no such column"):
             message += "; use describe(table) to see a table's columns"
         return QueryFailedError(message)
