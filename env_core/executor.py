@@ -831,27 +831,31 @@ def _denied_action(action: int, arg1: str | None, arg2: str | None) -> str:
     return " ".join(part for part in (_ACTION_NAMES.get(action, str(action)), arg1, arg2) if part)
 
 
-# What a result's text shows of a cell beyond its characters (`env_core.render.rows_text`): the
-# " | " before it (or its line's end); a text with control characters or bars shown escaped, at
-# most four times as long ("\x01"); a number or NULL at most as long as a float's repr.
-SEPARATOR_CHARS = 3
-ESCAPE_FACTOR = 4
+# What a result puts on the wire for a cell beyond its characters, in its text
+# (`env_core.render.rows_text`) or in its structured rows' JSON (`env_core.render.rows_data`),
+# whichever is longer: the " | " before it, or its quotes and the ", " after it, and a row's
+# brackets; a text with control characters, bars, quotes or backslashes at six times its length
+# (the text shows a control escaped, "\x01", and JSON writes "\u0001" and "\"" for a quote);
+# a number or NULL at most as long as a float's repr. JSON is counted as written without
+# escaping other characters (as the doors write it).
+SEPARATOR_CHARS = 4
+ESCAPE_FACTOR = 6
 NUMBER_CHARS = 24
 
 
 def _row_size(row: tuple, max_cell: int | None) -> int | None:
-    """Characters the row adds to a result's text, at most, or None when a cell must be
-    capped first.
+    """Characters the row adds to a result's text, and to its structured rows, at most, or
+    None when a cell must be capped first.
 
     A plain loop: this runs for every fetched row, and is several times faster than
     generator expressions here.
     """
-    size = SEPARATOR_CHARS * len(row)
+    size = SEPARATOR_CHARS * (len(row) + 1)
     for cell in row:
         if type(cell) is str:
             if max_cell is not None and len(cell) > max_cell:
                 return None
-            size += ESCAPE_FACTOR * len(cell) if _shown_escaped(cell) else len(cell)
+            size += ESCAPE_FACTOR * len(cell) if _escaped(cell) else len(cell)
         elif type(cell) is bytes:
             return None
         else:
@@ -859,10 +863,11 @@ def _row_size(row: tuple, max_cell: int | None) -> int | None:
     return size
 
 
-def _shown_escaped(text: str) -> bool:
-    """Whether a text is shown escaped as a cell (`env_core.render.cell_text`): control
-    characters and bars, each then up to `ESCAPE_FACTOR` characters long ("\\x01")."""
-    return not text.isprintable() or "|" in text
+def _escaped(text: str) -> bool:
+    """Whether a text is written longer than it is, in a result's text (control characters
+    and bars, `env_core.render.cell_text`) or in JSON (control characters, quotes and
+    backslashes): each such character then up to `ESCAPE_FACTOR` characters long."""
+    return not text.isprintable() or "|" in text or '"' in text or "\\" in text
 
 
 def _narrowed(row: tuple[Cell, ...], budget: int) -> tuple[Cell, ...]:
@@ -885,7 +890,7 @@ def _cut(cell: Cell, max_chars: int) -> Cell:
     """A text cut short to show at most `max_chars` characters (escapes included) and "…"."""
     if type(cell) is not str:
         return cell
-    if _shown_escaped(cell):
+    if _escaped(cell):
         max_chars = max(1, max_chars // ESCAPE_FACTOR)
     return cell[:max_chars] + "…" if len(cell) > max_chars else cell
 

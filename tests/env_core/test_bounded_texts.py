@@ -10,7 +10,7 @@ import pytest
 from mcp.shared.memory import create_connected_server_and_client_session as connect
 
 from env_core.catalog import Catalog
-from env_core.executor import ExecutorLimits, quote_identifier
+from env_core.executor import ExecutorLimits, ReadOnlyExecutor, quote_identifier
 from env_core.sessions import SessionConfig, SessionManager
 from sqlenv_mcp.episodes import Connections
 from sqlenv_mcp.explorer import UserDatabases
@@ -127,5 +127,53 @@ async def test_explorer_texts_are_bounded(vast):
             ]:
                 result = await client.call_tool(tool, arguments)
                 assert_bounded(result.content[0].text, result.structuredContent)
+    finally:
+        databases.close()
+
+
+# Cells JSON writes longer than the text shows them: quotes and backslashes twice as long,
+# control characters as \u0001 (the text: \x01).
+ESCAPED_IN_JSON = {"quotes": '"', "backslashes": "\\", "controls": "\x01"}
+
+
+def escaped_cells(path, char: str):
+    """40 rows of five 500-character cells of `char`."""
+    with contextlib.closing(sqlite3.connect(path)) as connection:
+        connection.execute("CREATE TABLE t (a TEXT, b TEXT, c TEXT, d TEXT, e TEXT)")
+        connection.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", [(char * 500,) * 5] * 40)
+        connection.commit()
+    return path
+
+
+def rows_json_chars(data: dict) -> int:
+    return len(json.dumps({k: data[k] for k in ("columns", "rows")}, ensure_ascii=False))
+
+
+@pytest.mark.parametrize("char", ESCAPED_IN_JSON.values(), ids=list(ESCAPED_IN_JSON))
+def test_the_structured_rows_are_counted_in_the_budget(tmp_path, char):
+    from env_core.render import rows_data
+
+    executor = ReadOnlyExecutor(escaped_cells(tmp_path / "cells.sqlite", char))
+    result = executor.query("SELECT * FROM t")
+    assert result.rows and result.truncated
+    assert rows_json_chars(rows_data(result)) <= MAX_TEXT_CHARS
+    assert len(result.text) <= MAX_TEXT_CHARS + STEP_NOTE_CHARS
+    executor.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("char", ESCAPED_IN_JSON.values(), ids=list(ESCAPED_IN_JSON))
+async def test_explorer_sends_structured_rows_within_the_budget(tmp_path, char):
+    path = escaped_cells(tmp_path / "cells.sqlite", char)
+    databases = UserDatabases.from_path(path, ExecutorLimits(timeout_s=2.0))
+    try:
+        async with connect(build_explorer_server(databases)) as client:
+            for tool, arguments in [
+                ("query", {"sql": "SELECT * FROM t"}),
+                ("sample", {"table": "t"}),
+            ]:
+                result = await client.call_tool(tool, arguments)
+                assert not result.isError, result.content[0].text
+                assert rows_json_chars(result.structuredContent["data"]) <= MAX_TEXT_CHARS
     finally:
         databases.close()
