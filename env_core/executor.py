@@ -65,6 +65,9 @@ if TYPE_CHECKING:
     from env_core.sandbox import Sandbox
 
 Cell = int | float | str | None
+# What proofs, shared runs and kept results are held under: the executor's serial, the
+# statement, its row limit and the client it ran for (see `KeptResults`).
+CallKey = tuple[int, str, int, str | None]
 
 
 @dataclass(frozen=True)
@@ -256,10 +259,11 @@ class ProvenStatements:
     run in process, where it skips the trip to a worker (~0.1 ms, more under load). The worker
     compiles every statement afresh (no statement cache), so the time proven includes that.
     A run in process still has a deadline (`DEADLINE_S`): past it, or on any error, the
-    statement goes back to the sandbox, for good the second time. A proof holds for the executor
-    whose worker ran the statement: the episodes of one session manager (an assessment has
-    its own), never another's. Bounded: the newest `ENTRIES` statements of at most
-    `MAX_SQL_CHARS` each, over all executors."""
+    statement goes back to the sandbox, for good the second time. A proof, and a shared run,
+    hold for the executor whose worker ran the statement (the episodes of one session manager;
+    an assessment has its own) and the client it ran for, never another: whether a call is
+    answered sooner tells a client nothing of what others asked. Bounded: the newest
+    `ENTRIES` statements of at most `MAX_SQL_CHARS` each, over all executors."""
 
     PROOF_MS = 1.0
     DEADLINE_S = 0.005
@@ -269,20 +273,20 @@ class ProvenStatements:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._proven: OrderedDict[tuple[int, str, int], None] = OrderedDict()
-        self._running: dict[tuple[int, str, int], SharedRun] = {}
+        self._proven: OrderedDict[CallKey, None] = OrderedDict()
+        self._running: dict[CallKey, SharedRun] = {}
         # How often each statement overran or failed in process: at `MAX_OVERRUNS` it is not
         # proven again, though its runs in the sandbox stay quick.
-        self._overruns: OrderedDict[tuple[int, str, int], int] = OrderedDict()
+        self._overruns: OrderedDict[CallKey, int] = OrderedDict()
 
-    def holds(self, key: tuple[int, str, int]) -> bool:
+    def holds(self, key: CallKey) -> bool:
         with self._lock:
             if key not in self._proven:
                 return False
             self._proven.move_to_end(key)
             return True
 
-    def running(self, key: tuple[int, str, int]) -> SharedRun | None:
+    def running(self, key: CallKey) -> SharedRun | None:
         """The run of the statement another call has started, to wait for; else None, and the
         caller runs it, then reports to `ran`. Calls that ask for the same statement at once
         (the rollouts of one question) then take one worker, not one each."""
@@ -292,7 +296,7 @@ class ProvenStatements:
             self._running[key] = SharedRun()
             return None
 
-    def ran(self, key: tuple[int, str, int], result: QueryResult | None) -> None:
+    def ran(self, key: CallKey, result: QueryResult | None) -> None:
         """The sandbox's result for the statement (None if it failed or was given up): shared
         with the calls waiting for it if running it again would do the same work, and kept
         as its proof if that work was cheap."""
@@ -304,16 +308,16 @@ class ProvenStatements:
                 _keep(self._proven, key, None, self.ENTRIES)
         shared.share(result if repeatable else None)
 
-    def trusted(self, key: tuple[int, str, int]) -> bool:
+    def trusted(self, key: CallKey) -> bool:
         """Whether the statement may run in process: it has overrun or failed there fewer than
         `MAX_OVERRUNS` times."""
         with self._lock:
             return self._trusted(key)
 
-    def _trusted(self, key: tuple[int, str, int]) -> bool:
+    def _trusted(self, key: CallKey) -> bool:
         return self._overruns.get(key, 0) < self.MAX_OVERRUNS
 
-    def overran(self, key: tuple[int, str, int]) -> None:
+    def overran(self, key: CallKey) -> None:
         """The statement overran or failed in process: it loses its proof, for good once this
         has happened `MAX_OVERRUNS` times (once may be a pause of the machine's)."""
         with self._lock:
@@ -337,8 +341,11 @@ class KeptResults:
     SQL: a statement that calls no function of chance or the clock (`QueryResult.repeatable`)
     reads the same rows from the same file every time, and agents ask again and again (every
     rollout of a question samples the same tables and tries the same queries). Like proofs,
-    results are kept for the executor that read them, never shared with another session
-    manager, and let go when it closes. Bounded: the newest results, `max_bytes` in all with
+    results are kept for the executor that read them and the client they were read for, never
+    given to another client (whose call runs anew, as slowly as a new statement runs, and shows
+    its own `elapsed_ms`) nor to another session manager, and let go when the executor closes.
+    A client given its kept result sees what its own first run showed, `elapsed_ms` included.
+    Bounded: the newest results, `max_bytes` in all with
     their statements (`result_bytes`); a result over `max_result_bytes` is not kept."""
 
     # What an entry holds beside its statement and result: its key, its pair, its place.
@@ -348,10 +355,10 @@ class KeptResults:
         self.max_bytes = max_bytes
         self.max_result_bytes = max_result_bytes
         self._lock = threading.Lock()
-        self._results: OrderedDict[tuple[int, str, int], tuple[QueryResult, int]] = OrderedDict()
+        self._results: OrderedDict[CallKey, tuple[QueryResult, int]] = OrderedDict()
         self.bytes = 0
 
-    def get(self, key: tuple[int, str, int]) -> QueryResult | None:
+    def get(self, key: CallKey) -> QueryResult | None:
         with self._lock:
             kept = self._results.get(key)
             if kept is None:
@@ -359,7 +366,7 @@ class KeptResults:
             self._results.move_to_end(key)
             return kept[0]
 
-    def keep(self, key: tuple[int, str, int], result: QueryResult) -> None:
+    def keep(self, key: CallKey, result: QueryResult) -> None:
         """Keep `result` if it is repeatable and small enough."""
         if not result.repeatable:
             return
@@ -379,7 +386,7 @@ class KeptResults:
             for key in [key for key in self._results if key[0] == serial]:
                 self._drop(key)
 
-    def _drop(self, key: tuple[int, str, int]) -> None:
+    def _drop(self, key: CallKey) -> None:
         kept = self._results.pop(key, None)
         if kept is not None:
             self.bytes -= kept[1]
@@ -532,14 +539,14 @@ class ReadOnlyExecutor:
         """Sample a table (as `describe` returned it) as a call (see `env_core.sandbox`): the
         result kept (`KEPT`) if it was read before, else in process on a plain table, whose
         rows are bounded by its width, and in the sandbox when reading it computes
-        expressions. `client`: whom the sandbox serves it for."""
+        expressions. `client`: whom the sandbox serves it for and the result is kept for."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidArgumentError("n must be a whole number of rows, at least 1")
         n = min(n, self.limits.max_sample_rows)
         sql = f"SELECT * FROM {quote_identifier(schema.name)} LIMIT {n}"
         if self.sandbox is None:
             return self._run(sql, n)
-        key = (self._serial, sql, n)
+        key = (self._serial, sql, n, client)
         kept = self._kept(key)
         if kept is not None:
             return kept
@@ -553,8 +560,8 @@ class ReadOnlyExecutor:
         self, sql: str, max_rows: int | None = None, *, client: str | None = None
     ) -> Work[QueryResult]:
         """Run agent SQL as a call: in the sandbox when there is one (for `client`), unless its
-        result is kept (`KEPT`), it may run in process (`_in_process_s`), or another call is
-        running it already."""
+        result is kept (`KEPT`) for `client`, it may run in process (`_in_process_s`), or
+        another call of `client`'s is running it already."""
         if not isinstance(sql, str) or not sql.strip():
             raise InvalidArgumentError("sql must be a non-empty SELECT statement")
         check_text("sql", sql)
@@ -571,7 +578,7 @@ class ReadOnlyExecutor:
             return self._run(sql, limit)
         if not self.immutable:
             return QueryResult(*(yield self._job("query", sql, limit, client)))
-        key = (self._serial, sql, limit)
+        key = (self._serial, sql, limit, client)
         kept = self._kept(key)
         if kept is not None:
             return kept
@@ -593,7 +600,7 @@ class ReadOnlyExecutor:
         finally:
             PROVEN.ran(key, result)
 
-    def _in_process_s(self, sql: str, key: tuple[int, str, int]) -> float | None:
+    def _in_process_s(self, sql: str, key: CallKey) -> float | None:
         """How long agent SQL may run in process, or None if only the sandbox may run it:
         `DEADLINE_S` if `PROVEN`, and if its program is bounded (`_bounded`) the bounded
         programs' own (`env_core.programs.DEADLINE_S`)."""
@@ -603,7 +610,7 @@ class ReadOnlyExecutor:
             return programs.DEADLINE_S
         return None
 
-    def _bounded(self, sql: str, key: tuple[int, str, int]) -> bool:
+    def _bounded(self, sql: str, key: CallKey) -> bool:
         """Whether the program SQLite compiles `sql` to is bounded (`env_core.programs`), on a
         file small and plain enough for it (`_plain_small_file`), and the statement has not
         overrun in process before. It is compiled here only when it is a SELECT whose text
@@ -631,10 +638,10 @@ class ReadOnlyExecutor:
         small = self.path.stat().st_size <= programs.MAX_FILE_BYTES
         return small and not any(schema.computed for schema in self._schema.values())
 
-    def _kept(self, key: tuple[int, str, int]) -> QueryResult | None:
+    def _kept(self, key: CallKey) -> QueryResult | None:
         return KEPT.get(key) if self.immutable else None
 
-    def _keep(self, key: tuple[int, str, int], result: QueryResult) -> QueryResult:
+    def _keep(self, key: CallKey, result: QueryResult) -> QueryResult:
         """Keep a result read from a file that never changes (see `KEPT`). A call that was
         running when the last user closed this executor leaves nothing kept, or nothing would
         let its result go; the result is sized outside this executor's lock."""
