@@ -165,8 +165,10 @@ class Episode:
         text = render.start_text(
             question.text, question.db_id, tables, self.max_steps, question.evidence
         )
+        # The tables its text lists: a database may have more than the text can hold.
+        shown = tables[: render.tables_shown(tables)]
         return EpisodeStart(
-            self.episode_id, self.question.text, self.question.db_id, tables, self.max_steps, text
+            self.episode_id, self.question.text, self.question.db_id, shown, self.max_steps, text
         )
 
     @property

@@ -47,7 +47,16 @@ from env_core.errors import (
     UnknownTableError,
     shortened,
 )
-from env_core.render import rows_text, schema_text, visible
+from env_core.render import (
+    ALL_TABLES,
+    MAX_LISTED_CHARS,
+    MAX_TEXT_CHARS,
+    names_text,
+    rows_text,
+    schema_parts_shown,
+    schema_text,
+    visible,
+)
 from env_core.sandbox import Job, SharedRun, Work, finish
 from env_core.settings import Settings
 from env_core.tools import check_text
@@ -56,6 +65,9 @@ if TYPE_CHECKING:
     from env_core.sandbox import Sandbox
 
 Cell = int | float | str | None
+# What proofs, shared runs and kept results are held under: the executor's serial, the
+# statement, its row limit and the client it ran for (see `KeptResults`).
+CallKey = tuple[int, str, int, str | None]
 
 
 @dataclass(frozen=True)
@@ -65,7 +77,7 @@ class ExecutorLimits:
     max_sample_rows: int = 20
     max_sql_chars: int = 8_000
     max_cell_chars: int = 500
-    max_result_chars: int = 64_000
+    max_result_chars: int = MAX_TEXT_CHARS
     # A single SQL function call cannot be interrupted, and the cost of some (instr, replace,
     # LIKE) grows with the product of their arguments' sizes: small values keep one call short.
     max_value_bytes: int = 20_000
@@ -135,6 +147,12 @@ class TableSchema:
     def text(self) -> str:
         """The table as a language model reads it, rendered once: a schema is read once."""
         return schema_text(self)
+
+    @functools.cached_property
+    def shown(self) -> tuple[int, int]:
+        """How many of its columns and foreign keys its renderings show (the rest would not
+        fit their budget)."""
+        return schema_parts_shown(self)
 
 
 _ALLOWED_ACTIONS = frozenset(
@@ -242,10 +260,11 @@ class ProvenStatements:
     run in process, where it skips the trip to a worker (~0.1 ms, more under load). The worker
     compiles every statement afresh (no statement cache), so the time proven includes that.
     A run in process still has a deadline (`DEADLINE_S`): past it, or on any error, the
-    statement goes back to the sandbox, for good the second time. A proof holds for the executor
-    whose worker ran the statement: the episodes of one session manager (an assessment has
-    its own), never another's. Bounded: the newest `ENTRIES` statements of at most
-    `MAX_SQL_CHARS` each, over all executors."""
+    statement goes back to the sandbox, for good the second time. A proof, and a shared run,
+    hold for the executor whose worker ran the statement (the episodes of one session manager;
+    an assessment has its own) and the client it ran for, never another: whether a call is
+    answered sooner tells a client nothing of what others asked. Bounded: the newest
+    `ENTRIES` statements of at most `MAX_SQL_CHARS` each, over all executors."""
 
     PROOF_MS = 1.0
     DEADLINE_S = 0.005
@@ -255,20 +274,20 @@ class ProvenStatements:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._proven: OrderedDict[tuple[int, str, int], None] = OrderedDict()
-        self._running: dict[tuple[int, str, int], SharedRun] = {}
+        self._proven: OrderedDict[CallKey, None] = OrderedDict()
+        self._running: dict[CallKey, SharedRun] = {}
         # How often each statement overran or failed in process: at `MAX_OVERRUNS` it is not
         # proven again, though its runs in the sandbox stay quick.
-        self._overruns: OrderedDict[tuple[int, str, int], int] = OrderedDict()
+        self._overruns: OrderedDict[CallKey, int] = OrderedDict()
 
-    def holds(self, key: tuple[int, str, int]) -> bool:
+    def holds(self, key: CallKey) -> bool:
         with self._lock:
             if key not in self._proven:
                 return False
             self._proven.move_to_end(key)
             return True
 
-    def running(self, key: tuple[int, str, int]) -> SharedRun | None:
+    def running(self, key: CallKey) -> SharedRun | None:
         """The run of the statement another call has started, to wait for; else None, and the
         caller runs it, then reports to `ran`. Calls that ask for the same statement at once
         (the rollouts of one question) then take one worker, not one each."""
@@ -278,7 +297,7 @@ class ProvenStatements:
             self._running[key] = SharedRun()
             return None
 
-    def ran(self, key: tuple[int, str, int], result: QueryResult | None) -> None:
+    def ran(self, key: CallKey, result: QueryResult | None) -> None:
         """The sandbox's result for the statement (None if it failed or was given up): shared
         with the calls waiting for it if running it again would do the same work, and kept
         as its proof if that work was cheap."""
@@ -290,16 +309,16 @@ class ProvenStatements:
                 _keep(self._proven, key, None, self.ENTRIES)
         shared.share(result if repeatable else None)
 
-    def trusted(self, key: tuple[int, str, int]) -> bool:
+    def trusted(self, key: CallKey) -> bool:
         """Whether the statement may run in process: it has overrun or failed there fewer than
         `MAX_OVERRUNS` times."""
         with self._lock:
             return self._trusted(key)
 
-    def _trusted(self, key: tuple[int, str, int]) -> bool:
+    def _trusted(self, key: CallKey) -> bool:
         return self._overruns.get(key, 0) < self.MAX_OVERRUNS
 
-    def overran(self, key: tuple[int, str, int]) -> None:
+    def overran(self, key: CallKey) -> None:
         """The statement overran or failed in process: it loses its proof, for good once this
         has happened `MAX_OVERRUNS` times (once may be a pause of the machine's)."""
         with self._lock:
@@ -323,8 +342,11 @@ class KeptResults:
     SQL: a statement that calls no function of chance or the clock (`QueryResult.repeatable`)
     reads the same rows from the same file every time, and agents ask again and again (every
     rollout of a question samples the same tables and tries the same queries). Like proofs,
-    results are kept for the executor that read them, never shared with another session
-    manager, and let go when it closes. Bounded: the newest results, `max_bytes` in all with
+    results are kept for the executor that read them and the client they were read for, never
+    given to another client (whose call runs anew, as slowly as a new statement runs, and shows
+    its own `elapsed_ms`) nor to another session manager, and let go when the executor closes.
+    A client given its kept result sees what its own first run showed, `elapsed_ms` included.
+    Bounded: the newest results, `max_bytes` in all with
     their statements (`result_bytes`); a result over `max_result_bytes` is not kept."""
 
     # What an entry holds beside its statement and result: its key, its pair, its place.
@@ -334,10 +356,10 @@ class KeptResults:
         self.max_bytes = max_bytes
         self.max_result_bytes = max_result_bytes
         self._lock = threading.Lock()
-        self._results: OrderedDict[tuple[int, str, int], tuple[QueryResult, int]] = OrderedDict()
+        self._results: OrderedDict[CallKey, tuple[QueryResult, int]] = OrderedDict()
         self.bytes = 0
 
-    def get(self, key: tuple[int, str, int]) -> QueryResult | None:
+    def get(self, key: CallKey) -> QueryResult | None:
         with self._lock:
             kept = self._results.get(key)
             if kept is None:
@@ -345,7 +367,7 @@ class KeptResults:
             self._results.move_to_end(key)
             return kept[0]
 
-    def keep(self, key: tuple[int, str, int], result: QueryResult) -> None:
+    def keep(self, key: CallKey, result: QueryResult) -> None:
         """Keep `result` if it is repeatable and small enough."""
         if not result.repeatable:
             return
@@ -365,7 +387,7 @@ class KeptResults:
             for key in [key for key in self._results if key[0] == serial]:
                 self._drop(key)
 
-    def _drop(self, key: tuple[int, str, int]) -> None:
+    def _drop(self, key: CallKey) -> None:
         kept = self._results.pop(key, None)
         if kept is not None:
             self.bytes -= kept[1]
@@ -497,7 +519,7 @@ class ReadOnlyExecutor:
             table = self._table_names.get(_ascii_folded(candidate))
             if table is not None:
                 return table
-        tables = ", ".join(map(visible, schema))
+        tables = names_text(tuple(schema), MAX_LISTED_CHARS, ALL_TABLES)
         raise UnknownTableError(
             f"no such table: {visible(shortened(name, 80))}; tables are: {tables}"
         )
@@ -518,14 +540,14 @@ class ReadOnlyExecutor:
         """Sample a table (as `describe` returned it) as a call (see `env_core.sandbox`): the
         result kept (`KEPT`) if it was read before, else in process on a plain table, whose
         rows are bounded by its width, and in the sandbox when reading it computes
-        expressions. `client`: whom the sandbox serves it for."""
+        expressions. `client`: whom the sandbox serves it for and the result is kept for."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidArgumentError("n must be a whole number of rows, at least 1")
         n = min(n, self.limits.max_sample_rows)
         sql = f"SELECT * FROM {quote_identifier(schema.name)} LIMIT {n}"
         if self.sandbox is None:
             return self._run(sql, n)
-        key = (self._serial, sql, n)
+        key = (self._serial, sql, n, client)
         kept = self._kept(key)
         if kept is not None:
             return kept
@@ -539,8 +561,8 @@ class ReadOnlyExecutor:
         self, sql: str, max_rows: int | None = None, *, client: str | None = None
     ) -> Work[QueryResult]:
         """Run agent SQL as a call: in the sandbox when there is one (for `client`), unless its
-        result is kept (`KEPT`), it may run in process (`_in_process_s`), or another call is
-        running it already."""
+        result is kept (`KEPT`) for `client`, it may run in process (`_in_process_s`), or
+        another call of `client`'s is running it already."""
         if not isinstance(sql, str) or not sql.strip():
             raise InvalidArgumentError("sql must be a non-empty SELECT statement")
         check_text("sql", sql)
@@ -557,7 +579,7 @@ class ReadOnlyExecutor:
             return self._run(sql, limit)
         if not self.immutable:
             return QueryResult(*(yield self._job("query", sql, limit, client)))
-        key = (self._serial, sql, limit)
+        key = (self._serial, sql, limit, client)
         kept = self._kept(key)
         if kept is not None:
             return kept
@@ -579,7 +601,7 @@ class ReadOnlyExecutor:
         finally:
             PROVEN.ran(key, result)
 
-    def _in_process_s(self, sql: str, key: tuple[int, str, int]) -> float | None:
+    def _in_process_s(self, sql: str, key: CallKey) -> float | None:
         """How long agent SQL may run in process, or None if only the sandbox may run it:
         `DEADLINE_S` if `PROVEN`, and if its program is bounded (`_bounded`) the bounded
         programs' own (`env_core.programs.DEADLINE_S`)."""
@@ -589,7 +611,7 @@ class ReadOnlyExecutor:
             return programs.DEADLINE_S
         return None
 
-    def _bounded(self, sql: str, key: tuple[int, str, int]) -> bool:
+    def _bounded(self, sql: str, key: CallKey) -> bool:
         """Whether the program SQLite compiles `sql` to is bounded (`env_core.programs`), on a
         file small and plain enough for it (`_plain_small_file`), and the statement has not
         overrun in process before. It is compiled here only when it is a SELECT whose text
@@ -617,10 +639,10 @@ class ReadOnlyExecutor:
         small = self.path.stat().st_size <= programs.MAX_FILE_BYTES
         return small and not any(schema.computed for schema in self._schema.values())
 
-    def _kept(self, key: tuple[int, str, int]) -> QueryResult | None:
+    def _kept(self, key: CallKey) -> QueryResult | None:
         return KEPT.get(key) if self.immutable else None
 
-    def _keep(self, key: tuple[int, str, int], result: QueryResult) -> QueryResult:
+    def _keep(self, key: CallKey, result: QueryResult) -> QueryResult:
         """Keep a result read from a file that never changes (see `KEPT`). A call that was
         running when the last user closed this executor leaves nothing kept, or nothing would
         let its result go; the result is sized outside this executor's lock."""
@@ -802,7 +824,9 @@ class ReadOnlyExecutor:
         if "too big" in message or "too long" in message:
             return QueryRejectedError(f"{message}: the statement or a value exceeds a size limit")
         if message.startswith("no such table"):
-            message += f"; tables are: {', '.join(self._schema)}"
+            message += (
+                f"; tables are: {names_text(tuple(self._schema), MAX_LISTED_CHARS, ALL_TABLES)}"
+            )
         elif message.startswith("no such column"):
             message += "; use describe(table) to see a table's columns"
         return QueryFailedError(message)
@@ -825,27 +849,31 @@ _SCHEMA_CHANGES = {
 }
 
 
-# What a result's text shows of a cell beyond its characters (`env_core.render.rows_text`): the
-# " | " before it (or its line's end); a text with control characters or bars shown escaped, at
-# most four times as long ("\x01"); a number or NULL at most as long as a float's repr.
-SEPARATOR_CHARS = 3
-ESCAPE_FACTOR = 4
+# What a result puts on the wire for a cell beyond its characters, in its text
+# (`env_core.render.rows_text`) or in its structured rows' JSON (`env_core.render.rows_data`),
+# whichever is longer: the " | " before it, or its quotes and the ", " after it, and a row's
+# brackets; a text with control characters, bars, quotes or backslashes at six times its length
+# (the text shows a control escaped, "\x01", and JSON writes "\u0001" and "\"" for a quote);
+# a number or NULL at most as long as a float's repr. JSON is counted as written without
+# escaping other characters (as the doors write it).
+SEPARATOR_CHARS = 4
+ESCAPE_FACTOR = 6
 NUMBER_CHARS = 24
 
 
 def _row_size(row: tuple, max_cell: int | None) -> int | None:
-    """Characters the row adds to a result's text, at most, or None when a cell must be
-    capped first.
+    """Characters the row adds to a result's text, and to its structured rows, at most, or
+    None when a cell must be capped first.
 
     A plain loop: this runs for every fetched row, and is several times faster than
     generator expressions here.
     """
-    size = SEPARATOR_CHARS * len(row)
+    size = SEPARATOR_CHARS * (len(row) + 1)
     for cell in row:
         if type(cell) is str:
             if max_cell is not None and len(cell) > max_cell:
                 return None
-            size += ESCAPE_FACTOR * len(cell) if _shown_escaped(cell) else len(cell)
+            size += ESCAPE_FACTOR * len(cell) if _escaped(cell) else len(cell)
         elif type(cell) is bytes:
             return None
         else:
@@ -853,10 +881,11 @@ def _row_size(row: tuple, max_cell: int | None) -> int | None:
     return size
 
 
-def _shown_escaped(text: str) -> bool:
-    """Whether a text is shown escaped as a cell (`env_core.render.cell_text`): control
-    characters and bars, each then up to `ESCAPE_FACTOR` characters long ("\\x01")."""
-    return not text.isprintable() or "|" in text
+def _escaped(text: str) -> bool:
+    """Whether a text is written longer than it is, in a result's text (control characters
+    and bars, `env_core.render.cell_text`) or in JSON (control characters, quotes and
+    backslashes): each such character then up to `ESCAPE_FACTOR` characters long."""
+    return not text.isprintable() or "|" in text or '"' in text or "\\" in text
 
 
 def _narrowed(row: tuple[Cell, ...], budget: int) -> tuple[Cell, ...]:
@@ -879,7 +908,7 @@ def _cut(cell: Cell, max_chars: int) -> Cell:
     """A text cut short to show at most `max_chars` characters (escapes included) and "…"."""
     if type(cell) is not str:
         return cell
-    if _shown_escaped(cell):
+    if _escaped(cell):
         max_chars = max(1, max_chars // ESCAPE_FACTOR)
     return cell[:max_chars] + "…" if len(cell) > max_chars else cell
 

@@ -7,8 +7,9 @@ renderings keep every value exact.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,6 +18,16 @@ if TYPE_CHECKING:
 # C0 controls but tab (harmless, and common in data), DEL and the C1 controls.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
 _ASCII_CONTROLS = bytes([*range(0x09), *range(0x0A, 0x20), 0x7F])
+
+# The budget of every text a tool or an error returns, and of the structured data beside it
+# (`ExecutorLimits.max_result_chars` is the rows' own, by default this).
+MAX_TEXT_CHARS = 64_000
+# A list of names in an error message (the tables when one is not found).
+MAX_LISTED_CHARS = 4_000
+# What a note on a cut takes at most.
+NOTE_CHARS = 60
+# Where to see every table when a list of them is cut.
+ALL_TABLES = "tables: SELECT name FROM sqlite_master WHERE type = 'table' lists them"
 
 
 def visible(text: str) -> str:
@@ -28,7 +39,34 @@ def visible(text: str) -> str:
 
 def error_text(error: Exception) -> str:
     """An error as every door shows it to the agent."""
-    return f"Error: {visible(str(error))}"
+    return within_budget(f"Error: {visible(str(error))}")
+
+
+def within_budget(text: str, budget: int = MAX_TEXT_CHARS) -> str:
+    """The text, cut when it is longer than `budget` with a note saying how much was cut."""
+    if len(text) <= budget:
+        return text
+    kept = budget - NOTE_CHARS
+    return f"{text[:kept]}\n… ({len(text) - kept:,} more characters not shown)"
+
+
+def names_fitting(names: Iterable[str], budget: int) -> int:
+    """How many of the names, escaped and joined by ", ", fit in `budget` characters."""
+    size = count = 0
+    for name in names:
+        size += len(visible(name)) + 2
+        if size > budget:
+            break
+        count += 1
+    return count
+
+
+def names_text(names: Sequence[str], budget: int, rest: str) -> str:
+    """Names escaped and joined by ", ", as many as fit in `budget` characters, then how many
+    more there are and `rest`, where to see them (such as `ALL_TABLES`)."""
+    shown = names_fitting(names, budget)
+    listed = ", ".join(map(visible, names[:shown]))
+    return listed if shown == len(names) else f"{listed} … and {len(names) - shown:,} more {rest}"
 
 
 def _escape(control: re.Match[str]) -> str:
@@ -71,6 +109,10 @@ def rows_text(result: QueryResult) -> str:
 
 
 MAX_DEFINITION_CHARS = 2_000
+# What a description holds beside its columns and keys: its title, counts and notes; and what
+# each column or key holds beside its names: its field names in the data, its flags in the text.
+SCHEMA_FRAME_CHARS = 1_000
+SCHEMA_PART_CHARS = 50
 
 
 def schema_text(schema: TableSchema, notes: Mapping[str, str] | None = None) -> str:
@@ -80,9 +122,12 @@ def schema_text(schema: TableSchema, notes: Mapping[str, str] | None = None) -> 
         definition = schema.definition[:MAX_DEFINITION_CHARS]
         title = f"{schema.kind} {schema.name}: {_how_to_read(schema.kind)}"
         lines = [title, "definition:", *(f"  {line}" for line in definition.splitlines())]
-        return _visible_lines(lines)
+        if cut := len(schema.definition) - len(definition):
+            lines.append(f"  … ({cut:,} more characters of the definition not shown)")
+        return within_budget(_visible_lines(lines))
+    columns, keys = schema.shown
     lines = [f"table {schema.name}: {row_count_text(schema.row_count)}", "columns:"]
-    for column in schema.columns:
+    for column in schema.columns[:columns]:
         flags = [column.type or "untyped"]
         if column.primary_key:
             flags.append("primary key")
@@ -90,13 +135,45 @@ def schema_text(schema: TableSchema, notes: Mapping[str, str] | None = None) -> 
             flags.append("not null")
         note = notes.get(column.name.casefold()) if notes else None
         lines.append(f"  {column.name} {' '.join(flags)}" + (f"  -- {note}" if note else ""))
+    lines.extend(_not_shown(len(schema.columns) - columns, "columns"))
     if schema.foreign_keys:
         lines.append("foreign keys:")
         lines.extend(
             f"  {fk.column} -> {fk.ref_table}.{fk.ref_column or '(primary key)'}"
-            for fk in schema.foreign_keys
+            for fk in schema.foreign_keys[:keys]
         )
-    return _visible_lines(lines)
+        lines.extend(_not_shown(len(schema.foreign_keys) - keys, "foreign keys"))
+    return within_budget(_visible_lines(lines))
+
+
+def _not_shown(count: int, what: str) -> list[str]:
+    if not count:
+        return []
+    return [
+        f"  … and {count:,} more {what}, not shown: a description holds at most "
+        f"{MAX_TEXT_CHARS:,} characters"
+    ]
+
+
+def schema_parts_shown(schema: TableSchema) -> tuple[int, int]:
+    """How many of a table's columns, then of its foreign keys, its renderings show: as many
+    as fit in the budget, each counted as its JSON in the data (which is never shorter than
+    its line of text) and the field names around it."""
+    budget = MAX_TEXT_CHARS - SCHEMA_FRAME_CHARS - 2 * _json_chars([schema.name])
+    sizes = [_json_chars([c.name, c.type]) for c in schema.columns]
+    sizes += [_json_chars([k.column, k.ref_table, k.ref_column]) for k in schema.foreign_keys]
+    fitting = 0
+    for size in sizes:
+        budget -= size + SCHEMA_PART_CHARS
+        if budget < 0:
+            break
+        fitting += 1
+    columns = min(fitting, len(schema.columns))
+    return columns, fitting - columns
+
+
+def _json_chars(values: list[str | None]) -> int:
+    return len(json.dumps(values, ensure_ascii=False))
 
 
 def _how_to_read(kind: str) -> str:
@@ -111,19 +188,27 @@ def row_count_text(row_count: int | None) -> str:
     return "too many rows to count in time" if row_count is None else f"{row_count} rows"
 
 
+def tables_shown(tables: Sequence[str]) -> int:
+    """How many of a database's tables the opening observation lists: half its budget."""
+    return names_fitting(tables, MAX_TEXT_CHARS // 2)
+
+
 def start_text(
     question: str, db_id: str, tables: Sequence[str], budget: int, evidence: str = ""
 ) -> str:
+    listed = names_text(tables, MAX_TEXT_CHARS // 2, ALL_TABLES)
     lines = evidence.splitlines()  # a document (Spider 2.0-lite) spans lines
-    return _visible_lines(
-        [
-            f"Question: {question}",
-            *(f"{'Evidence: ' if i == 0 else ''}{line}" for i, line in enumerate(lines)),
-            f"Database: {db_id}",
-            f"Tables: {', '.join(tables)}",
-            f"You have {budget} steps. Tools: describe(table), sample(table, n), query(sql), "
-            "answer(value). Each call is one step; answer ends the episode.",
-        ]
+    return within_budget(
+        _visible_lines(
+            [
+                f"Question: {question}",
+                *(f"{'Evidence: ' if i == 0 else ''}{line}" for i, line in enumerate(lines)),
+                f"Database: {db_id}",
+                f"Tables: {listed}",
+                f"You have {budget} steps. Tools: describe(table), sample(table, n), query(sql), "
+                "answer(value). Each call is one step; answer ends the episode.",
+            ]
+        )
     )
 
 
@@ -148,16 +233,22 @@ def rows_data(result: QueryResult) -> dict[str, Any]:
 
 
 def schema_data(schema: TableSchema) -> dict[str, Any]:
-    view = {"definition": schema.definition} if schema.definition is not None else {}
+    """The table as programs read it: what its text shows, and whether parts were left out."""
+    definition = schema.definition
+    view = {"definition": definition[:MAX_DEFINITION_CHARS]} if definition is not None else {}
+    columns, keys = schema.shown
     return {
         "table": schema.name,
         **view,
         "row_count": schema.row_count,
         "columns": [
-            {"name": c.name, "type": c.type, "primary_key": c.primary_key} for c in schema.columns
+            {"name": c.name, "type": c.type, "primary_key": c.primary_key}
+            for c in schema.columns[:columns]
         ],
         "foreign_keys": [
             {"column": fk.column, "ref_table": fk.ref_table, "ref_column": fk.ref_column}
-            for fk in schema.foreign_keys
+            for fk in schema.foreign_keys[:keys]
         ],
+        "truncated": (columns, keys) != (len(schema.columns), len(schema.foreign_keys))
+        or len(definition or "") > MAX_DEFINITION_CHARS,
     }

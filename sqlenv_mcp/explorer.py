@@ -5,6 +5,7 @@ someone else may be writing the file: a change to the file is picked up at the n
 One executor per database, shared by all connections (it serialises calls).
 """
 
+import itertools
 import logging
 import os
 import threading
@@ -88,13 +89,11 @@ class UserDatabases:
         if name is None:
             if len(self.files) > 1:
                 raise InvalidArgumentError(
-                    f"several databases are served; name one: {', '.join(self.files)}"
+                    f"several databases are served; name one: {self._names()}"
                 )
             name = next(iter(self.files))
         if name not in self.files:
-            raise InvalidArgumentError(
-                f"no database {shown(name)}; databases are: {', '.join(self.files)}"
-            )
+            raise InvalidArgumentError(f"no database {shown(name)}; databases are: {self._names()}")
         with self._lock:
             held = self._opened(self.files[name], self._executors.pop(name, None))
             self._executors[name] = held
@@ -132,6 +131,10 @@ class UserDatabases:
             _close(self._executors.pop(name, None))
         return self.files[name].unopenable()
 
+    def _names(self) -> str:
+        rest = "databases: list_tables lists them"
+        return render.names_text(tuple(self.files), render.MAX_LISTED_CHARS, rest)
+
     def schemas(self, database: str | None = None) -> dict[str, dict[str, TableSchema]]:
         """Each database (or the one named) with its tables' schemas."""
         names = [self.executor(database)[0]] if database is not None else list(self.files)
@@ -166,17 +169,51 @@ DATABASE = Annotated[
 
 
 def listing_text(schemas: dict[str, dict[str, TableSchema]]) -> str:
-    """Databases with their tables and sizes, one database a line."""
-    return "\n".join(
-        f"{name}: {', '.join(f'{t} ({_size(s)})' for t, s in tables.items()) or 'no tables'}"
-        for name, tables in schemas.items()
-    )
+    """Databases with their tables and sizes, one database a line, within the budget of a
+    text (see `_listed`)."""
+    listed, more = _listed(schemas)
+    lines = [
+        f"{name}: {render.names_text(entries, share, render.ALL_TABLES) or 'no tables'}"
+        for name, entries, share in listed
+    ]
+    if more:
+        lines.append(f"… and {more:,} more databases, not shown: name one to list its tables")
+    return render.within_budget("\n".join(lines))
 
 
 def row_counts(schemas: dict[str, dict[str, TableSchema]]) -> dict[str, dict[str, int | None]]:
     """Each table's row count (None where it was not counted: a view, a virtual table, or a
-    table too large to count in time)."""
-    return {name: {t: s.row_count for t, s in tables.items()} for name, tables in schemas.items()}
+    table too large to count in time), of the tables the listing shows."""
+    return {
+        name: {
+            table: schema.row_count
+            for table, schema in itertools.islice(
+                schemas[name].items(), render.names_fitting(entries, share)
+            )
+        }
+        for name, entries, share in _listed(schemas)[0]
+    }
+
+
+# A database's line lists its tables in its share of the budget, at least this many characters,
+# beside its name (a file's, at most 255 bytes) and the note on the tables it leaves out.
+MIN_LINE_CHARS = 1_000
+LINE_FRAME_CHARS = 400
+
+
+def _listed(
+    schemas: dict[str, dict[str, TableSchema]],
+) -> tuple[list[tuple[str, list[str], int]], int]:
+    """The databases a listing shows, each with its tables' entries and the characters it may
+    list them in (an equal share of the budget), and how many databases it leaves out."""
+    share = max(render.MAX_TEXT_CHARS // max(len(schemas), 1) - LINE_FRAME_CHARS, MIN_LINE_CHARS)
+    listed, size = [], 0
+    for name, tables in schemas.items():
+        size += min(share, sum(len(t) + 20 for t in tables)) + LINE_FRAME_CHARS
+        if size > render.MAX_TEXT_CHARS:
+            break
+        listed.append((name, [f"{t} ({_size(s)})" for t, s in tables.items()], share))
+    return listed, len(schemas) - len(listed)
 
 
 def _size(schema: TableSchema) -> str:

@@ -24,7 +24,7 @@ from process_memory import MIB, PAGE
 
 from env_core import programs
 from env_core.errors import QueryRejectedError, ToolError
-from env_core.executor import KEPT, PROVEN, ReadOnlyExecutor
+from env_core.executor import KEPT, PROVEN, CallKey, ReadOnlyExecutor
 from env_core.sandbox import Sandbox
 
 CONCERT = "concert_singer"
@@ -163,7 +163,7 @@ def test_a_bounded_statement_slower_than_it_looked_goes_to_the_sandbox_for_good_
         tried.append(deadline_s)
         return run(sql, limit, deadline_s=deadline_s)
 
-    def noted_overrun(key: tuple[int, str, int]) -> None:
+    def noted_overrun(key: CallKey) -> None:
         overruns.append(key[1])
         overran(key)
 
@@ -191,7 +191,7 @@ def test_a_statement_compiled_past_the_deadline_of_a_run_here_is_an_overrun(
     sql = "SELECT count(*) FROM singer"
     for _ in range(PROVEN.MAX_OVERRUNS):
         assert executor.query(sql).rows == ((6,),)
-    assert not PROVEN.trusted((executor._serial, sql, executor.limits.max_rows))
+    assert not PROVEN.trusted((executor._serial, sql, executor.limits.max_rows, None))
 
 
 @pytest.mark.parametrize("sql", ["QUERY PLAN SELECT 1", "/* SELECT */ REINDEX"])
