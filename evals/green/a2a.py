@@ -33,12 +33,15 @@ from a2a.types import (
     AgentInterface,
     AgentSkill,
     InvalidParamsError,
+    ListTasksRequest,
+    ListTasksResponse,
     Message,
     Role,
     SendMessageRequest,
     StreamResponse,
     Task,
     TaskState,
+    UnsupportedOperationError,
 )
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from starlette.applications import Starlette
@@ -62,6 +65,7 @@ REQUEST_TOO_LARGE = f"a request body may be at most {MAX_REQUEST_BYTES:,} bytes"
 FOLLOW_UP = (
     "a message may not name a task: each starts a task of its own (send it without a task id)"
 )
+NOT_LISTED = "tasks are not listed: ask for a task by its id (GetTask, tasks/get)"
 # Tasks an agent keeps for `tasks/get` once they have ended; the oldest go first.
 MAX_ENDED_TASKS = 1_000
 ENDED = frozenset(
@@ -115,11 +119,15 @@ class EndedTasksBounded(InMemoryTaskStore):
             await self.delete(earliest, self._ended.pop(earliest))
 
 
-class NewTasksOnly(DefaultRequestHandler):
-    """The SDK's handler, with each message starting a task of its own: one that names a task
-    is refused before the agent runs. The SDK would run the agent again on that task, and the
-    agents read every message as a new request (a second message to a running assessment
-    marked its task rejected while the first ran on, unseen, its result lost)."""
+class NewTasksByIdOnly(DefaultRequestHandler):
+    """The SDK's handler, with each message starting a task of its own and a task reached by its
+    id only.
+
+    A message that names a task is refused before the agent runs: the SDK would run the agent
+    again on that task, and the agents read every message as a new request (a second message to
+    a running assessment marked its task rejected while the first ran on, unseen, its result
+    lost). Tasks are not listed (A2A 1.0's ListTasks): the SDK lists a requester's tasks, and
+    with no accounts every requester is one, so each would see all the others' assessments."""
 
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
@@ -134,6 +142,11 @@ class NewTasksOnly(DefaultRequestHandler):
         async for event in super().on_message_send_stream(params, context):
             yield event
 
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        raise UnsupportedOperationError(message=NOT_LISTED)
+
 
 def _refuse_follow_up(params: SendMessageRequest) -> None:
     if params.message.task_id:
@@ -144,7 +157,9 @@ def a2a_app(card: AgentCard, executor: AgentExecutor) -> App:
     """The agent's JSON-RPC endpoint at `/`, in each of `PROTOCOL_VERSIONS`, and its card at
     `/.well-known/agent-card.json`. A request body over `MAX_REQUEST_BYTES` is refused (413) as
     it arrives: the SDK checks only a declared length, once it has read the whole body."""
-    handler = NewTasksOnly(agent_executor=executor, task_store=EndedTasksBounded(), agent_card=card)
+    handler = NewTasksByIdOnly(
+        agent_executor=executor, task_store=EndedTasksBounded(), agent_card=card
+    )
     routes = create_agent_card_routes(card)
     routes += create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True)
     app = Starlette(routes=routes)

@@ -653,3 +653,18 @@ async def test_a_participant_of_either_a2a_version_is_assessed(green, protocol):
     assert len(sent) == 2 and set(sent) <= SEND_METHODS[protocol]
     episodes = results_of(final)["episodes"]
     assert [len(episode["steps"]) for episode in episodes] == [1, 1]  # each its answer
+
+
+def test_a_task_is_reached_by_its_id_only(green):
+    """A2A 1.0's ListTasks listed every requester's tasks to anyone (the SDK lists a
+    requester's own, and with no accounts all requesters are one)."""
+
+    def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        return httpx.post(green.url + "/", json=request, headers={"A2A-Version": "1.0"}).json()
+
+    sent = {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "not an assessment"}]}
+    task_id = call("SendMessage", {"message": sent})["result"]["task"]["id"]
+    listed = call("ListTasks", {})
+    assert listed["error"]["message"] == a2a.NOT_LISTED and task_id not in json.dumps(listed)
+    assert call("GetTask", {"id": task_id})["result"]["id"] == task_id
