@@ -1,7 +1,7 @@
 // Requests an assessment of a green agent with the A2A JS SDK, speaking one protocol version:
 //   node request_assessment.mjs <agent url> <1.0|0.3> <request text>
-// Prints {"methods": the JSON-RPC methods sent, "state": the task's last state, "texts": its
-// status and artifact texts, "data": its artifacts' data parts}.
+// Streams the task's events and prints {"methods": the JSON-RPC methods sent, "state": the
+// task's last state, "texts": its status and artifact texts, "data": its artifacts' data parts}.
 import { Role, TaskState } from "@a2a-js/sdk";
 import {
   ClientFactory,
@@ -47,7 +47,13 @@ const message = {
   extensions: [],
   referenceTaskIds: [],
 };
-const task = await (await client()).sendMessage({ tenant: "", message });
+// The task as its streamed events build it.
+let task;
+for await (const { payload } of (await client()).sendMessageStream({ tenant: "", message })) {
+  if (payload.$case === "task") task = payload.value;
+  else if (payload.$case === "statusUpdate") task.status = payload.value.status;
+  else if (payload.$case === "artifactUpdate") task.artifacts.push(payload.value.artifact);
+}
 const parts = [...(task.status?.message?.parts ?? []), ...task.artifacts.flatMap((a) => a.parts)];
 const of = (kind) => parts.filter((p) => p.content?.$case === kind).map((p) => p.content.value);
 const state = TaskState[task.status?.state];

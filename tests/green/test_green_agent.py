@@ -580,6 +580,7 @@ SEND_METHODS = {
     "1.0": {"SendMessage", "SendStreamingMessage"},
     "0.3": {"message/send", "message/stream"},
 }
+STREAMING = {"1.0": "SendStreamingMessage", "0.3": "message/stream"}
 
 
 @pytest.mark.parametrize("protocol", ["1.0", "0.3"])
@@ -596,7 +597,7 @@ def test_a_client_of_either_a2a_version_requests_an_assessment(green, purple, pr
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
-    assert set(seen["methods"]) <= SEND_METHODS[protocol] and seen["methods"]
+    assert seen["methods"] == [STREAMING[protocol]]
     assert seen["state"] == "TASK_STATE_COMPLETED"
     [results] = seen["data"]
     assert results["summary"]["overall"]["success"]["rate"] == 1.0
