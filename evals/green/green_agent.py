@@ -11,11 +11,11 @@ import logging
 import uuid
 from collections.abc import Callable
 
+from a2a.helpers import new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import AgentSkill, DataPart, Message, Part, Role, TaskState, TextPart
-from a2a.utils import new_task
+from a2a.types import AgentSkill, Message, Role, TaskState
 
 from env_core.asgi import App, Receive, Scope, Send
 from env_core.errors import shown
@@ -56,13 +56,14 @@ class GreenExecutor(AgentExecutor):
         self.assessor = assessor
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
-        task = context.current_task or new_task(context.message)
-        if context.current_task is None:
-            await event_queue.enqueue_event(task)
+        task = new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED)
+        await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
 
         def said(text: str) -> Message:
-            return a2a.message(text, role=Role.agent, context_id=task.context_id, task_id=task.id)
+            return a2a.message(
+                text, role=Role.ROLE_AGENT, context_id=task.context_id, task_id=task.id
+            )
 
         try:
             request = parse_request(a2a.payload(context.message))
@@ -94,7 +95,7 @@ class GreenExecutor(AgentExecutor):
                 return await participant.ask(sent)
 
             async def progress(line: str) -> None:
-                await updater.update_status(TaskState.working, said(line))
+                await updater.update_status(TaskState.TASK_STATE_WORKING, said(line))
 
             result = await self.assessor.run(plan, hold, play, participant.card.name, progress)
         except ConnectionError as error:
@@ -106,8 +107,8 @@ class GreenExecutor(AgentExecutor):
             return
         finally:
             await participant.close()
-        parts = [TextPart(text=summary_text(result)), DataPart(data=result.to_dict())]
-        await updater.add_artifact([Part(root=part) for part in parts], name="Result")
+        parts = [new_text_part(summary_text(result)), new_data_part(result.to_dict())]
+        await updater.add_artifact(parts, name="Result")
         await updater.complete()
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:

@@ -83,7 +83,7 @@ class PurpleExecutor(AgentExecutor):
                 )
             except Exception as error:  # reported to the assessor, which scores the episode
                 text = f"could not play the episode: {error}"
-        reply = a2a.message(text, role=Role.agent, context_id=context.context_id)
+        reply = a2a.message(text, role=Role.ROLE_AGENT, context_id=context.context_id)
         await event_queue.enqueue_event(reply)
 
     def _draws(self, conversation: str) -> random.Random:

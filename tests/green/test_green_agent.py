@@ -8,24 +8,32 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
 import psutil
 import pytest
 import uvicorn
-from a2a.client.errors import A2AClientJSONRPCError
+from a2a.compat.v0_3.conversions import to_compat_agent_card
+from a2a.helpers import get_data_parts
 from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
-from a2a.types import AgentSkill, Role, Task, TaskState, TaskStatus
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.types import AgentCard, AgentSkill, Role, Task, TaskState, TaskStatus
+from a2a.utils.errors import A2AError
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from env_core import asgi
 from env_core.asgi import bound_socket
 from env_core.cli import main as sqlenv
 from evals.green import a2a
@@ -82,7 +90,7 @@ async def assess(green_url: str, request: Any) -> tuple[list[Task], Task]:
 
 def results_of(task: Task) -> dict[str, Any]:
     [artifact] = task.artifacts
-    [data] = [part.root.data for part in artifact.parts if part.root.kind == "data"]
+    [data] = get_data_parts(artifact.parts)
     return data
 
 
@@ -104,8 +112,13 @@ def outline(records: list[dict[str, Any]]) -> list[tuple]:
 
 def test_the_agent_card_describes_the_assessment(green):
     card = httpx.get(green.url + CARD, timeout=10).json()
-    assert card["name"] == "sqlenv green agent" and card["url"] == green.url + "/"
-    assert card["protocolVersion"] == "0.3.0" and card["capabilities"]["streaming"] is True
+    assert card["name"] == "sqlenv green agent" and card["capabilities"]["streaming"] is True
+    interfaces = [
+        (i["url"], i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]
+    ]
+    assert interfaces == [(green.url + "/", "JSONRPC", "1.0"), (green.url + "/", "JSONRPC", "0.3")]
+    # What an A2A 0.3 client reads: the 0.3 interface as the card's own.
+    assert (card["url"], card["preferredTransport"], card["protocolVersion"]) == interfaces[1]
     [skill] = card["skills"]
     assert skill["id"] == "sql-exploration-assessment" and skill["description"]
 
@@ -121,8 +134,8 @@ async def test_the_reference_purple_agent_scores_what_sqlenv_eval_gives(
         "config": {"episodes": episodes, "seed": seed, "split": DEV},
     }
     states, final = await assess(green.url, request)
-    assert final.status.state == TaskState.completed
-    progress = [a2a.reply_text(s) for s in states if s.status.state == TaskState.working]
+    assert final.status.state == TaskState.TASK_STATE_COMPLETED
+    progress = [a2a.reply_text(s) for s in states if s.status.state == TaskState.TASK_STATE_WORKING]
     assert any(f"episode {episodes}/{episodes}" in line for line in progress)
     results = results_of(final)
     expected = eval_run(policy, episodes, seed, spider_dir, tmp_path)
@@ -167,19 +180,24 @@ class HostileExecutor(AgentExecutor):
         async with httpx.AsyncClient() as http:
             seen["sibling_status"] = (await http.post(sibling, json=initialize)).status_code
         self.seen.append(seen)
-        await event_queue.enqueue_event(a2a.message("I answered correctly.", role=Role.agent))
+        await event_queue.enqueue_event(a2a.message("I answered correctly.", role=Role.ROLE_AGENT))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise NotImplementedError
 
 
 @contextmanager
-def serving(name: str, executor: AgentExecutor) -> Iterator[str]:
-    """An A2A agent run by `executor` on 127.0.0.1, in this process; its URL."""
+def serving(
+    name: str, executor: AgentExecutor, wrap: Callable[[AgentCard, Any], Any] | None = None
+) -> Iterator[str]:
+    """An A2A agent run by `executor` on 127.0.0.1, in this process; its URL. `wrap` stands
+    in front of the agent's application, given its card."""
     listener = bound_socket("127.0.0.1", 0)  # held from now: no other socket can take it
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
-    skill = AgentSkill(id=name, name=name, description=name, tags=[])
-    app = a2a.a2a_app(a2a.agent_card(name, name, url, skill), executor)
+    skill = AgentSkill(id=name, name=name, description=name, tags=[name])
+    card = a2a.agent_card(name, name, url, skill)
+    app = a2a.a2a_app(card, executor)
+    app = wrap(card, app) if wrap else app
     server = uvicorn.Server(uvicorn.Config(app, log_level="error"))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
@@ -203,7 +221,7 @@ async def test_a_hostile_participant_is_refused_and_scores_nothing(green, hostil
     url, executor = hostile
     request = {"participants": {"agent": url}, "config": {"episodes": 3, "seed": 1}}
     _, final = await assess(green.url, request)
-    assert final.status.state == TaskState.completed
+    assert final.status.state == TaskState.TASK_STATE_COMPLETED
     assert len(executor.seen) == 3
     for seen in executor.seen:
         assert set(seen["brief"]) == BRIEF_KEYS
@@ -251,7 +269,7 @@ async def test_a_malformed_request_is_rejected_with_its_reason(
     green, request_text, reason, spider_dir
 ):
     _, final = await assess(green.url, request_text)
-    assert final.status.state == TaskState.rejected
+    assert final.status.state == TaskState.TASK_STATE_REJECTED
     said = a2a.reply_text(final)
     assert reason in said
     assert str(spider_dir) not in said and "shared/data" not in said
@@ -263,7 +281,7 @@ async def test_an_unreachable_participant_fails_the_task_with_its_url_only(green
         dead = f"http://127.0.0.1:{unheard.getsockname()[1]}/"
         for url in (dead, not_an_agent):
             _, final = await assess(green.url, {"participants": {"agent": url}})
-            assert final.status.state == TaskState.failed
+            assert final.status.state == TaskState.TASK_STATE_FAILED
             assert a2a.reply_text(final) == f"cannot reach the A2A agent at {url!r}"
     logged = green.output()  # the reasons, for the operator
     assert re.search(f"cannot reach the A2A agent at {re.escape(dead)}: .+", logged)
@@ -282,7 +300,7 @@ class PractisingExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         if not self.practice:
             self.practice.append((await assess(self.green_url, self.request))[1])
-        await event_queue.enqueue_event(a2a.message("done", role=Role.agent))
+        await event_queue.enqueue_event(a2a.message("done", role=Role.ROLE_AGENT))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise NotImplementedError
@@ -294,16 +312,16 @@ async def test_a_question_being_assessed_is_played_by_no_other_assessment(green,
     executor = PractisingExecutor(green.url, practice)
     with serving("practising", executor) as url:
         _, first = await assess(green.url, {"participants": {"agent": url}, "config": config})
-    assert first.status.state == TaskState.completed
+    assert first.status.state == TaskState.TASK_STATE_COMPLETED
     [refused] = executor.practice
-    assert refused.status.state == TaskState.rejected
+    assert refused.status.state == TaskState.TASK_STATE_REJECTED
     assert a2a.reply_text(refused) == (
         "a question of this plan is in an assessment in progress on this green agent; try "
         "again when that assessment ends"
     )
     assert results_of(first)["summary"]["overall"]["success"]["successes"] == 0
     _, after = await assess(green.url, practice)  # the first has ended: its questions are free
-    assert after.status.state == TaskState.completed
+    assert after.status.state == TaskState.TASK_STATE_COMPLETED
     assert results_of(after)["summary"]["overall"]["success"]["rate"] == 1.0
 
 
@@ -318,7 +336,7 @@ async def test_a_split_with_no_playable_question_is_rejected(spider_dir, cache_d
         _, final = await assess(server.url, {**request, "config": {"split": "unplayable"}})
     finally:
         server.stop()
-    assert final.status.state == TaskState.rejected
+    assert final.status.state == TaskState.TASK_STATE_REJECTED
     assert a2a.reply_text(final) == (
         "config.split: split 'unplayable' has no question that can be played here; "
         f"other splits: {DEV}"
@@ -354,7 +372,7 @@ async def huge_card() -> bytes:
     """A valid card whose description is over the bound (the SDK read any card whole)."""
     skill = AgentSkill(id="x", name="x", description="x", tags=[])
     card = a2a.agent_card("huge", "x" * (2 * a2a.MAX_CARD_BYTES), "http://127.0.0.1:9/", skill)
-    return card.model_dump_json().encode()
+    return json.dumps(agent_card_to_dict(card)).encode()
 
 
 async def no_card() -> bytes:
@@ -366,7 +384,7 @@ async def no_card() -> bytes:
 async def test_a_participant_card_too_large_or_too_slow_fails_the_task_soon(green, card):
     with card_server(card) as url:
         _, final = await assess(green.url, {"participants": {"agent": url}})
-    assert final.status.state == TaskState.failed
+    assert final.status.state == TaskState.TASK_STATE_FAILED
     assert a2a.reply_text(final) == f"cannot reach the A2A agent at {url!r}"
 
 
@@ -384,10 +402,11 @@ async def test_the_agent_keeps_a_bounded_number_of_ended_tasks(monkeypatch):
     monkeypatch.setattr(a2a, "MAX_ENDED_TASKS", 3)
     store = a2a.EndedTasksBounded()
     for index in range(6):
-        state = TaskState.working if index == 1 else TaskState.rejected
+        state = TaskState.TASK_STATE_WORKING if index == 1 else TaskState.TASK_STATE_REJECTED
         task = Task(id=f"t{index}", context_id="c", status=TaskStatus(state=state))
-        await store.save(task)
-    assert list(store.tasks) == ["t1", "t3", "t4", "t5"]  # the oldest ended ones went first
+        await store.save(task, ServerCallContext())
+    kept = [f"t{index}" for index in range(6) if await store.get(f"t{index}", ServerCallContext())]
+    assert kept == ["t1", "t3", "t4", "t5"]  # the oldest ended ones went first
 
 
 @pytest.mark.parametrize(
@@ -419,7 +438,7 @@ async def test_a_request_the_agent_cannot_take_ends_its_task_with_a_short_reason
     green, request_text, reason
 ):
     _, final = await assess(green.url, request_text)
-    assert final.status.state == TaskState.rejected
+    assert final.status.state == TaskState.TASK_STATE_REJECTED
     said = a2a.reply_text(final)
     assert reason in said and len(said) < 1_000
 
@@ -430,8 +449,12 @@ SLOW_SQL = (
 )
 
 
-class SlowQueryExecutor(AgentExecutor):
-    """A participant whose one call is a query that runs in a SQL worker for a while."""
+class OneCallExecutor(AgentExecutor):
+    """A participant that starts its episode and makes one call."""
+
+    def __init__(self, tool: str, arguments: dict[str, Any]) -> None:
+        self.tool = tool
+        self.arguments = arguments
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         url = a2a.payload(context.message)["mcp_url"]
@@ -441,8 +464,8 @@ class SlowQueryExecutor(AgentExecutor):
         ):
             await client.initialize()
             await client.call_tool("start_episode", {})
-            await client.call_tool("query", {"sql": SLOW_SQL})
-        await event_queue.enqueue_event(a2a.message("done", role=Role.agent))
+            await client.call_tool(self.tool, self.arguments)
+        await event_queue.enqueue_event(a2a.message("done", role=Role.ROLE_AGENT))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise NotImplementedError
@@ -462,7 +485,7 @@ async def test_assessments_at_once_share_the_agents_sql_workers(spider_dir, cach
             await asyncio.sleep(0.02)
 
     try:
-        with serving("slow", SlowQueryExecutor()) as url:
+        with serving("slow", OneCallExecutor("query", {"sql": SLOW_SQL})) as url:
             counting = asyncio.create_task(count_workers())
             finals = await asyncio.gather(
                 *(
@@ -477,7 +500,7 @@ async def test_assessments_at_once_share_the_agents_sql_workers(spider_dir, cach
             await counting
     finally:
         server.stop()
-    assert [final.status.state for _, final in finals] == [TaskState.completed] * 3
+    assert [final.status.state for _, final in finals] == [TaskState.TASK_STATE_COMPLETED] * 3
     assert len(workers) == 1
 
 
@@ -491,7 +514,7 @@ class WaitingExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         self.started.set()
         await asyncio.to_thread(self.go.wait, 60)
-        await event_queue.enqueue_event(a2a.message("done", role=Role.agent))
+        await event_queue.enqueue_event(a2a.message("done", role=Role.ROLE_AGENT))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         raise NotImplementedError
@@ -515,12 +538,12 @@ async def test_assessments_at_once_are_at_most_max_episodes(spider_dir, cache_di
             _, after = await assess(server.url, request(2))
     finally:
         server.stop()
-    assert refused.status.state == TaskState.rejected
+    assert refused.status.state == TaskState.TASK_STATE_REJECTED
     assert a2a.reply_text(refused) == (
         "as many assessments as this green agent runs at once (1, its --max-episodes) are "
         "running; try again when one ends"
     )
-    assert ended.status.state == after.status.state == TaskState.completed
+    assert ended.status.state == after.status.state == TaskState.TASK_STATE_COMPLETED
 
 
 async def test_a_message_to_a_running_assessment_leaves_it_running(spider_dir, cache_dir):
@@ -538,7 +561,7 @@ async def test_a_message_to_a_running_assessment_leaves_it_running(spider_dir, c
                 task = await anext(states)
                 assert await asyncio.to_thread(executor.started.wait, 60)
                 sent = a2a.message("and again", context_id=task.context_id, task_id=task.id)
-                with pytest.raises(A2AClientJSONRPCError, match=re.escape(a2a.FOLLOW_UP)):
+                with pytest.raises(A2AError, match=re.escape(a2a.FOLLOW_UP)):
                     [event async for event in other.events(sent)]
                 executor.go.set()
                 final = [state async for state in states][-1]
@@ -547,4 +570,102 @@ async def test_a_message_to_a_running_assessment_leaves_it_running(spider_dir, c
                 await other.close()
     finally:
         server.stop()
-    assert final.status.state == TaskState.completed
+    assert final.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+NODE_CLIENT = Path(__file__).with_name("request_assessment.mjs")
+JS_SDK = Path(__file__).resolve().parents[2] / "node_modules" / "@a2a-js" / "sdk"
+# The JSON-RPC methods that send a message, in each A2A version.
+SEND_METHODS = {
+    "1.0": {"SendMessage", "SendStreamingMessage"},
+    "0.3": {"message/send", "message/stream"},
+}
+STREAMING = {"1.0": "SendStreamingMessage", "0.3": "message/stream"}
+
+
+@pytest.mark.parametrize("protocol", ["1.0", "0.3"])
+def test_a_client_of_either_a2a_version_requests_an_assessment(green, purple, protocol):
+    """The A2A JS SDK (1.3) as it comes speaks 1.0 only: it failed with 'No compatible
+    transport found' on the 0.3 agent; with its legacy compatibility, it speaks 0.3."""
+    if not JS_SDK.exists() or shutil.which("node") is None:
+        pytest.fail(f"node and {JS_SDK} are needed: run `npm ci` (make test does)")
+    request = {
+        "participants": {"agent": purple["oracle"].url + "/"},
+        "config": {"episodes": 3, "seed": 5, "split": DEV},
+    }
+    command = ["node", str(NODE_CLIENT), green.url + "/", protocol, json.dumps(request)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["methods"] == [STREAMING[protocol]]
+    assert seen["state"] == "TASK_STATE_COMPLETED"
+    [results] = seen["data"]
+    assert results["summary"]["overall"]["success"]["rate"] == 1.0
+    assert results["config"]["episodes"] == 3
+
+
+def speaking_only(protocol: str, sent: list[str]) -> Callable[[AgentCard, Any], Any]:
+    """A participant that speaks one A2A version: its card in that version's layout only (a
+    0.3 card names its endpoint in `url`, a 1.0 card in `supportedInterfaces`), the other
+    version's methods refused; `sent` gets each method it is sent."""
+
+    def wrap(card: AgentCard, app: Any) -> Any:
+        if protocol == "0.3":
+            layout = to_compat_agent_card(card).model_dump(
+                mode="json", by_alias=True, exclude_none=True
+            )
+        else:
+            newest = AgentCard()
+            newest.CopyFrom(card)
+            del newest.supported_interfaces[1:]
+            layout = agent_card_to_dict(newest)
+        assert ("supportedInterfaces" in layout) == (protocol == "1.0")
+
+        async def only(scope, receive, send) -> None:
+            if scope["type"] == "http" and scope["path"] == CARD:
+                await asgi.respond_json(send, 200, layout)
+                return
+            if scope["type"] == "http" and scope["method"] == "POST":
+                body = await asgi.read_body(scope, receive, a2a.MAX_REQUEST_BYTES)
+                request = json.loads(body)
+                sent.append(request["method"])
+                if request["method"] not in SEND_METHODS[protocol]:
+                    refusal = asgi.rpc_error(request["id"], -32601, "Method not found")
+                    await asgi.respond_json(send, 200, refusal)
+                    return
+                receive = asgi.replaying(body, receive)
+            await app(scope, receive, send)
+
+        return only
+
+    return wrap
+
+
+@pytest.mark.parametrize("protocol", ["1.0", "0.3"])
+async def test_a_participant_of_either_a2a_version_is_assessed(green, protocol):
+    """The green agent spoke 0.3 only: a participant with a 1.0 card was reported as 'cannot
+    reach the A2A agent'."""
+    sent: list[str] = []
+    answering = OneCallExecutor("answer", {"value": "0"})
+    with serving("versioned", answering, speaking_only(protocol, sent)) as url:
+        request = {"participants": {"agent": url}, "config": {"episodes": 2, "seed": 9}}
+        _, final = await assess(green.url, request)
+    assert final.status.state == TaskState.TASK_STATE_COMPLETED, a2a.reply_text(final)
+    assert len(sent) == 2 and set(sent) <= SEND_METHODS[protocol]
+    episodes = results_of(final)["episodes"]
+    assert [len(episode["steps"]) for episode in episodes] == [1, 1]  # each its answer
+
+
+def test_a_task_is_reached_by_its_id_only(green):
+    """A2A 1.0's ListTasks listed every requester's tasks to anyone (the SDK lists a
+    requester's own, and with no accounts all requesters are one)."""
+
+    def call(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        request = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        return httpx.post(green.url + "/", json=request, headers={"A2A-Version": "1.0"}).json()
+
+    sent = {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "not an assessment"}]}
+    task_id = call("SendMessage", {"message": sent})["result"]["task"]["id"]
+    listed = call("ListTasks", {})
+    assert listed["error"]["message"] == a2a.NOT_LISTED and task_id not in json.dumps(listed)
+    assert call("GetTask", {"id": task_id})["result"]["id"] == task_id
