@@ -5,7 +5,8 @@ PIP := $(BIN)/python -m pip install --quiet
 # The CPU build of PyTorch must be installed before the training extras, or they pull a CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: setup setup-all run test lint format bench clean image-test serve-replicas docs docs-update
+.PHONY: setup setup-all run test lint format bench clean image-test swarm-test serve-replicas docs \
+	docs-update
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +45,11 @@ test: setup-all node_modules/.package-lock.json
 image-test: setup-all node_modules/.package-lock.json
 	scripts/install-browser.sh
 	$(BIN)/pytest tests/deploy/test_image.py
+
+# deploy/swarm/stack.yml on a single-node swarm, scaled and a replica killed (`make test` runs
+# it with the rest; Docker and the stand-in base images come from scripts/docker-stand-in-base.sh).
+swarm-test: setup-all
+	$(BIN)/pytest tests/deploy/test_swarm.py
 
 # N OpenEnv and N MCP servers behind HAProxy: OpenEnv on :8000, MCP on :8001/mcp, stats on :8404.
 N ?= 4

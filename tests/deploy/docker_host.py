@@ -15,15 +15,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from deploy.swarm_stack import docker
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 STAND_IN_BASE = REPOSITORY / "scripts" / "docker-stand-in-base.sh"
-
-
-def docker(*args: str, timeout_s: float = 120) -> str:
-    done = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout_s)
-    if done.returncode != 0:
-        raise RuntimeError(f"docker {' '.join(args[:2])} failed: {done.stderr.strip()[-2000:]}")
-    return done.stdout.strip()
 
 
 @contextmanager

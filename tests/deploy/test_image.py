@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import replace
 
 import httpx
@@ -32,19 +32,6 @@ IMAGE = "sqlenv:test"
 SPLIT = "dev_without_wta_1"
 SPIDER = "/data/spider"
 QUESTION = f"{SPLIT}:0"  # How many singers do we have? (concert_singer)
-
-
-@pytest.fixture(scope="module")
-def say(pytestconfig) -> Callable[[str], None]:
-    """Print a line in the test run's output, even while output is captured."""
-    capture = pytestconfig.pluginmanager.get_plugin("capturemanager")
-    terminal = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-
-    def write(line: str) -> None:
-        with capture.global_and_fixture_disabled():
-            terminal.write_line(line)
-
-    return write
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,177 @@
+"""The Swarm stack (deploy/swarm/stack.yml): the project's image as replicated OpenEnv and MCP
+services behind the balancer image, deployed on a single-node swarm and reached through
+127.0.0.1. Episodes for both protocols, 1 -> 3 replicas while clients play, a replica killed
+and replaced by Swarm. `make swarm-test` runs this module alone.
+
+A swarm is initialised when none is active, and left again only then; the stack and every
+network it made are removed at the end.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+import httpx
+import pytest
+from docker_host import REPOSITORY, docker_daemon
+from test_image import IMAGE, SPLIT
+from test_replicas import open_mcp_session, play_in_threads
+
+from deploy.swarm_stack import SwarmStack, build_balancer, docker
+from evals.doors import DoorSpec, open_door
+from evals.policies import OraclePolicy
+
+BALANCER = "sqlenv-balancer:test"
+PROTOCOLS = {"openenv": "openenv", "mcp-http": "mcp"}  # door kind: service
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, spider_dir, say) -> Iterator[SwarmStack]:
+    started = time.monotonic()
+    with docker_daemon(tmp_path_factory.mktemp("docker") / "dockerd.pid"):
+        # Cached layers when tests/deploy/test_image.py built the image in this run.
+        docker("build", "--network", "host", "--tag", IMAGE, str(REPOSITORY), timeout_s=1800)
+        build_balancer(BALANCER)
+        built = time.monotonic()
+        with SwarmStack(str(spider_dir), SPLIT, IMAGE, BALANCER) as deployed:
+            say(
+                f"\nswarm stack {deployed.name}: images ready in {built - started:.0f} s, "
+                f"deployed and serving in {time.monotonic() - built:.0f} s"
+                f"{' (swarm initialised here)' if deployed.swarm_initialised_here else ''}"
+            )
+            yield deployed
+        networks = docker("network", "ls", "--filter", f"name={deployed.name}_", "--quiet")
+        assert not networks, f"networks left behind: {networks}"
+        say(f"stack removed with its networks; {time.monotonic() - started:.0f} s in all")
+
+
+def spec_for(stack: SwarmStack, spec: DoorSpec, kind: str) -> DoorSpec:
+    url = stack.mcp_url if kind == "mcp-http" else stack.openenv_url
+    return replace(spec, kind=kind, url=url)
+
+
+@pytest.mark.parametrize("kind", PROTOCOLS)
+def test_full_episodes_through_the_stack(stack, dev_door_spec, kind, say):
+    outcomes = play_in_threads(spec_for(stack, dev_door_spec, kind), range(2), 2, OraclePolicy())
+    records = [record for outcome in outcomes for record in outcome]
+    assert len(records) == 4 and all(record.correct for record in records), outcomes
+    say(f"{kind}: {len(records)} oracle episodes through 127.0.0.1, all correct")
+
+
+def play_until(spec: DoorSpec, stop: threading.Event, outcomes: list) -> None:
+    """One client playing oracle episodes back to back until `stop`; each outcome recorded."""
+    seed = 0
+    while not stop.is_set():
+        outcomes.extend(play_in_threads(spec, range(seed, seed + 1), 1, OraclePolicy()))
+        seed += 1
+
+
+def test_scaling_to_three_replicas_while_clients_play(stack, dev_door_spec, say):
+    stop, outcomes = threading.Event(), []
+    clients = [
+        threading.Thread(
+            target=play_until, args=(spec_for(stack, dev_door_spec, kind), stop, outcomes)
+        )
+        for kind in PROTOCOLS
+        for _ in range(2)
+    ]
+    for client in clients:
+        client.start()
+    started = time.monotonic()
+    try:
+        stack.scale(3)
+    finally:
+        scaled_s = time.monotonic() - started
+        stop.set()
+        for client in clients:
+            client.join(timeout=120)
+    records = [record for outcome in outcomes for record in outcome]
+    assert all(isinstance(outcome, list) for outcome in outcomes), outcomes
+    assert records and all(record.correct for record in records)
+    # New MCP sessions go round all three replicas with no change to the balancer.
+    with httpx.Client(timeout=30) as client:
+        homes = {open_mcp_session(client, stack.mcp_url)[1] for _ in range(6)}
+    assert len(homes) == 3, homes
+    say(
+        f"scaled 1 -> 3 replicas of each in {scaled_s:.0f} s while 4 clients played "
+        f"{len(records)} episodes, all correct; new MCP sessions went to {sorted(homes)}"
+    )
+
+
+def mcp_call(client: httpx.Client, url: str, session: str, name: str, arguments: dict):
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+    body["params"] = {"name": name, "arguments": arguments}
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Mcp-Session-Id": session,
+        "Mcp-Protocol-Version": "2025-06-18",
+    }
+    return client.post(f"{url}/mcp", json=body, headers=headers)
+
+
+def killed_slot(stack: SwarmStack, kind: str, before: set[str], kill: Callable[[], None]) -> str:
+    """Run `kill`; return the balancer slot of `kind` that went down."""
+    kill()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        gone = before - stack.up(kind)
+        if gone:
+            (slot,) = gone
+            return slot
+        time.sleep(0.2)
+    raise AssertionError(f"no {kind} replica went down")
+
+
+def test_a_killed_replica_is_replaced_and_only_its_sessions_end(stack, dev_door_spec, say):
+    if len(stack.containers("openenv")) != 3:
+        stack.scale(3)
+    spec = spec_for(stack, dev_door_spec, "openenv")
+    doors = [open_door(spec) for _ in range(6)]
+    episodes = [door.start(f"{SPLIT}:{index}") for index, door in enumerate(doors)]
+    victim = stack.containers("openenv")[0]
+    held = stack.episodes(victim, "openenv")["active"]
+    assert held >= 1
+
+    with httpx.Client(timeout=30) as client:
+        sessions = dict(open_mcp_session(client, stack.mcp_url) for _ in range(6))
+        for session in sessions:
+            assert mcp_call(client, stack.mcp_url, session, "start_episode", {}).status_code == 200
+        mcp_victim = stack.containers("mcp")[0]
+        slot = killed_slot(
+            stack, "mcp", stack.up("mcp"), lambda: docker("kill", victim, mcp_victim)
+        )
+
+        openenv_errors, openenv_ok = [], 0
+        for door, episode in zip(doors, episodes, strict=True):
+            try:
+                door.step(episode.episode_id, "query", {"sql": "SELECT 1"})
+                openenv_ok += 1
+            except ConnectionError as error:
+                openenv_errors.append(str(error))
+            finally:
+                door.close()
+        assert len(openenv_errors) == held and openenv_ok == 6 - held, openenv_errors
+
+        mcp_answers = {
+            session: mcp_call(client, stack.mcp_url, session, "query", {"sql": "SELECT 1"})
+            for session in sessions
+        }
+    on_victim = [s for s, home in sessions.items() if home == slot]
+    assert on_victim and all(mcp_answers[s].status_code == 404 for s in on_victim)
+    others = [s for s in sessions if s not in on_victim]
+    assert all(mcp_answers[s].status_code == 200 for s in others)
+
+    replaced_started = time.monotonic()
+    stack.wait_until_serving(3)
+    replaced_s = time.monotonic() - replaced_started
+    assert victim not in stack.containers("openenv")
+    say(
+        f"killed one OpenEnv and one MCP replica: {held} of 6 OpenEnv sessions were on it and "
+        f"ended with {openenv_errors[0]!r}; the other {openenv_ok} went on. MCP: "
+        f"{len(on_victim)} of 6 sessions on {slot} got {mcp_answers[on_victim[0]].status_code} "
+        f"{mcp_answers[on_victim[0]].text[:120]!r}, the other {len(others)} went on. Swarm "
+        f"replaced both; the balancer had 3 of each UP again {replaced_s:.0f} s later"
+    )
