@@ -34,6 +34,7 @@ from a2a.types import (
     Part,
     Role,
     Task,
+    TaskIdParams,
     TaskState,
     TextPart,
 )
@@ -45,6 +46,7 @@ from env_core import asgi
 from env_core.asgi import App, Receive, Scope, Send
 from env_core.command_line import PACKAGE
 from env_core.errors import shortened, shown
+from evals.green import wire
 
 # A participant plays a whole episode before it replies.
 REPLY_TIMEOUT_S = 3600.0
@@ -52,6 +54,11 @@ REPLY_TIMEOUT_S = 3600.0
 # answers: the card is read within these bounds, not whole however large or slow.
 MAX_CARD_BYTES = 256 << 10
 CARD_TIMEOUT_S = 10.0
+# A participant's reply to one episode is a few sentences: each answer it sends (a reply, a
+# whole event stream) is read within this bound, not whole however large.
+MAX_REPLY_BYTES = 1 << 20
+# How long a participant has to take a `tasks/cancel` for its task, once its episode is over.
+CANCEL_TIMEOUT_S = 10.0
 # A message to an agent is a few kilobytes: an assessment request, an episode's brief, a reply.
 MAX_REQUEST_BYTES = 1 << 20
 REQUEST_TOO_LARGE = f"a request body may be at most {MAX_REQUEST_BYTES:,} bytes"
@@ -141,6 +148,10 @@ def a2a_app(card: AgentCard, executor: AgentExecutor) -> App:
             refusal = asgi.rpc_error(None, asgi.INVALID_REQUEST, REQUEST_TOO_LARGE)
             await asgi.respond_json(send, 413, refusal)
             return
+        refusal = wire.refusal(body) if scope["method"] == "POST" else None
+        if refusal is not None:
+            await asgi.respond_json(send, 400, refusal)
+            return
         await app(scope, asgi.replaying(body, receive), send)
 
     return bounded
@@ -183,11 +194,21 @@ def reply_text(event: Task | Message) -> str:
 
 
 class RemoteAgent:
-    """An A2A agent at `url`, reached with one HTTP client; `open` reads its card."""
+    """An A2A agent at `url`, reached with one HTTP client; `open` reads its card. Each answer
+    it sends is read within `MAX_REPLY_BYTES`; `headers` go with every request."""
 
-    def __init__(self, url: str, timeout_s: float = REPLY_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        url: str,
+        timeout_s: float = REPLY_TIMEOUT_S,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.url = url
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=10.0))
+        self._http = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(timeout_s, connect=10.0),
+            transport=wire.BoundedTransport(MAX_REPLY_BYTES),
+        )
         self.card: AgentCard | None = None
         self._client = None
 
@@ -200,7 +221,8 @@ class RemoteAgent:
             await self.close()
             # The reason stays in the log: told to whoever named the URL, it would help them
             # map a network they cannot reach themselves.
-            log.warning("cannot reach the A2A agent at %s: %s", self.url, error or repr(error))
+            logged = wire.without_credentials(self.url)
+            log.warning("cannot reach the A2A agent at %s: %s", logged, error or repr(error))
             raise ConnectionError(
                 f"cannot reach the A2A agent at {shown(self.url, URL_SHOWN)}"
             ) from None
@@ -218,10 +240,30 @@ class RemoteAgent:
         return AgentCard.model_validate_json(body)
 
     async def events(self, sent: Message) -> AsyncIterator[Task | Message]:
-        """Each state of the task the message starts (or the agent's reply message)."""
-        async for event in self._client.send_message(sent):
-            # The client updates one task object as events arrive: each state is a copy.
-            yield event if isinstance(event, Message) else event[0].model_copy(deep=True)
+        """Each state of the task the message starts (or the agent's reply message). Left
+        before its end (cancelled: a timeout, the caller's own task cancelled), the agent is
+        asked to cancel the task it told of."""
+        task_id = None
+        try:
+            async for event in self._client.send_message(sent):
+                # The client updates one task object as events arrive: each state is a copy.
+                if isinstance(event, Message):
+                    yield event
+                else:
+                    task_id = event[0].id
+                    yield event[0].model_copy(deep=True)
+        except asyncio.CancelledError:
+            if task_id is not None:
+                await self._cancel(task_id)
+            raise
+
+    async def _cancel(self, task_id: str) -> None:
+        try:
+            cancelling = self._client.cancel_task(TaskIdParams(id=task_id))
+            await asyncio.wait_for(cancelling, CANCEL_TIMEOUT_S)
+        except Exception as error:  # its task may have ended meanwhile: it is only told
+            logged = wire.without_credentials(self.url)
+            log.info("the A2A agent at %s did not cancel its task: %s", logged, error)
 
     async def ask(self, sent: Message) -> str:
         """Send a message and wait for the agent's last word; an error if its task did not
