@@ -174,6 +174,30 @@ async def test_a_participants_task_is_cancelled_when_its_episode_times_out(priva
     assert final.status.state == TaskState.completed
 
 
+async def test_a_participants_task_is_cancelled_when_its_assessment_is(private_green):
+    server, _ = private_green
+    executor = StallingExecutor(quick=0)
+    with serving("stalling", executor) as url:
+        request = {"participants": {"agent": url}, "config": {"episodes": 1, "seed": 4}}
+        agent = await a2a.RemoteAgent(server.url, headers=AUTHORIZED).open(streaming=True)
+        try:
+            states = agent.events(a2a.message(json.dumps(request)))
+            task = await anext(states)
+            assert await asyncio.to_thread(executor.stalled.wait, 60)
+            cancel = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tasks/cancel",
+                "params": {"id": task.id},
+            }
+            async with httpx.AsyncClient(headers=AUTHORIZED) as http:
+                answer = (await http.post(server.url + "/", json=cancel, timeout=10)).json()
+            assert answer["result"]["status"]["state"] == "canceled"
+            assert await asyncio.to_thread(executor.cancelled.wait, 20)
+        finally:
+            await agent.close()
+
+
 async def test_questions_not_yet_played_stay_free_for_other_assessments(
     private_green, oracle, spider_catalog
 ):
