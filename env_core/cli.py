@@ -160,6 +160,8 @@ def run_settings(_args: argparse.Namespace) -> int:
     rows = [("flag", "variable", "default", "now")]
     for option in OPTIONS:
         default, value = getattr(defaults, option.field), getattr(now, option.field)
+        if option.secret and value is not None:
+            value = "(set)"
         rows.append((option.flag, option.variable, shown_value(default), shown_value(value)))
     widths = [max(len(row[column]) for row in rows) for column in range(3)]
     for *padded, last in rows:

@@ -25,6 +25,8 @@ from env_core.errors import shown
 from env_core.rewards import PROFILES
 
 GROUPS = ("data", "episodes", "sql", "server")
+# The green agent's own settings, which only `sqlenv green` takes.
+ASSESSMENT_GROUP = "assessment"
 
 
 def whole(low: int, high: int | None = None) -> Callable[[str], int]:
@@ -91,6 +93,7 @@ class Option:
     metavar: str | None = None
     choices: tuple[str, ...] | None = None
     shown_default: str | None = None  # for a default that is not a value (None)
+    secret: bool = False  # listed as set or not, never shown
 
     @property
     def variable(self) -> str:
@@ -125,6 +128,10 @@ class Settings:
     trusted_proxies: str | None = None
     idle_connection_timeout_s: float = 120.0
     log_level: str = "warning"
+    # assessment
+    assessment_token: str | None = None
+    episode_detail: bool = False
+    runs_dir: str | None = None
 
     def __post_init__(self) -> None:
         for option in OPTIONS:
@@ -322,6 +329,33 @@ OPTIONS: tuple[Option, ...] = (
         "server",
         "log level; logs go to stderr",
         choices=("debug", "info", "warning", "error"),
+    ),
+    Option(
+        "assessment_token",
+        "--assessment-token",
+        _text,
+        ASSESSMENT_GROUP,
+        "require 'Authorization: Bearer TOKEN' on A2A requests (give it by its variable: a "
+        "flag shows in the process list)",
+        "TOKEN",
+        shown_default="none: anyone who reaches the agent may request",
+        secret=True,
+    ),
+    Option(
+        "episode_detail",
+        "--episode-detail",
+        _switch,
+        ASSESSMENT_GROUP,
+        "tell the requester each episode's question id and verdict, not only the summary",
+    ),
+    Option(
+        "runs_dir",
+        "--runs-dir",
+        _text,
+        ASSESSMENT_GROUP,
+        "write each assessment's run folder (sqlenv eval's) here as its episodes finish",
+        "DIR",
+        shown_default="none",
     ),
 )
 OPTIONS_BY_FIELD = {option.field: option for option in OPTIONS}

@@ -201,15 +201,17 @@ def build_explorer_server(
 
 
 class BearerAuth:
-    """Require `Authorization: Bearer <token>` on every path. /healthz without it answers
-    the status alone (for load balancers and container health checks), nothing more."""
+    """Require `Authorization: Bearer <token>` on every path but the `public` ones. /healthz
+    without it answers the status alone (for load balancers and container health checks),
+    nothing more."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, public: tuple[str, ...] = ()) -> None:
         self.app = app
         self.expected = f"Bearer {token}".encode()
+        self.public = public
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and scope["path"] not in self.public:
             given = dict(scope["headers"]).get(b"authorization", b"")
             if not hmac.compare_digest(given, self.expected):
                 if scope["path"] == "/healthz":
@@ -260,4 +262,15 @@ def http_app(
     )
     if seats is not None:
         app = assessments.SeatRouter(app, seats)
-    return BearerAuth(app, auth_token) if auth_token else app
+    if auth_token:
+        return BearerAuth(app, auth_token)
+    # The seats are the operator's to know: with no token to tell the operator by, a health
+    # check in assessment mode is told the status alone.
+    return app if seats is None else status_only(app)
+
+
+def status_only(app: ASGIApp) -> ASGIApp:
+    async def told_status(scope: Scope, receive: Receive, send: Send) -> None:
+        await app({**scope, STATUS_ONLY: True}, receive, send)
+
+    return told_status

@@ -212,3 +212,14 @@ def test_the_settings_command_lists_every_variable_and_its_value(monkeypatch, ca
     listed = {line.split()[1]: line.split()[2:] for line in lines[1:]}
     assert set(listed) == {option.variable for option in OPTIONS}
     assert listed["SQLENV_MAX_STEPS"] == ["15", "9"]
+
+
+def test_the_settings_command_never_shows_the_assessment_token(monkeypatch, capsys):
+    from env_core.cli import main
+
+    monkeypatch.setenv("SQLENV_ASSESSMENT_TOKEN", "operator-secret")
+    assert main(["settings"]) == 0
+    out = capsys.readouterr().out
+    assert "operator-secret" not in out
+    [line] = [line for line in out.splitlines() if "SQLENV_ASSESSMENT_TOKEN" in line]
+    assert line.split()[2:] == ["-", "(set)"]

@@ -32,6 +32,7 @@ from a2a.types import (
     AgentCard,
     AgentInterface,
     AgentSkill,
+    CancelTaskRequest,
     InvalidParamsError,
     ListTasksRequest,
     ListTasksResponse,
@@ -50,6 +51,7 @@ from env_core import asgi
 from env_core.asgi import App, Receive, Scope, Send
 from env_core.command_line import PACKAGE
 from env_core.errors import shortened, shown
+from evals.green import wire
 
 # The protocol versions an agent serves, newest first, all on its one JSON-RPC endpoint.
 PROTOCOL_VERSIONS = ("1.0", "0.3")
@@ -59,6 +61,11 @@ REPLY_TIMEOUT_S = 3600.0
 # answers: the card is read within these bounds, not whole however large or slow.
 MAX_CARD_BYTES = 256 << 10
 CARD_TIMEOUT_S = 10.0
+# A participant's reply to one episode is a few sentences: each answer it sends (a reply, a
+# whole event stream) is read within this bound, not whole however large.
+MAX_REPLY_BYTES = 1 << 20
+# How long a participant has to take a `tasks/cancel` for its task, once its episode is over.
+CANCEL_TIMEOUT_S = 10.0
 # A message to an agent is a few kilobytes: an assessment request, an episode's brief, a reply.
 MAX_REQUEST_BYTES = 1 << 20
 REQUEST_TOO_LARGE = f"a request body may be at most {MAX_REQUEST_BYTES:,} bytes"
@@ -173,6 +180,10 @@ def a2a_app(card: AgentCard, executor: AgentExecutor) -> App:
             refusal = asgi.rpc_error(None, asgi.INVALID_REQUEST, REQUEST_TOO_LARGE)
             await asgi.respond_json(send, 413, refusal)
             return
+        refusal = wire.refusal(body) if scope["method"] == "POST" else None
+        if refusal is not None:
+            await asgi.respond_json(send, 400, refusal)
+            return
         await app(scope, asgi.replaying(body, receive), send)
 
     return bounded
@@ -215,11 +226,21 @@ def reply_text(event: Task | Message) -> str:
 
 
 class RemoteAgent:
-    """An A2A agent at `url`, reached with one HTTP client; `open` reads its card."""
+    """An A2A agent at `url`, reached with one HTTP client; `open` reads its card. Each answer
+    it sends is read within `MAX_REPLY_BYTES`; `headers` go with every request."""
 
-    def __init__(self, url: str, timeout_s: float = REPLY_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        url: str,
+        timeout_s: float = REPLY_TIMEOUT_S,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.url = url
-        self._http = httpx.AsyncClient(timeout=httpx.Timeout(timeout_s, connect=10.0))
+        self._http = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(timeout_s, connect=10.0),
+            transport=wire.BoundedTransport(MAX_REPLY_BYTES),
+        )
         self.card: AgentCard | None = None
         self._client = None
 
@@ -232,7 +253,8 @@ class RemoteAgent:
             await self.close()
             # The reason stays in the log: told to whoever named the URL, it would help them
             # map a network they cannot reach themselves.
-            log.warning("cannot reach the A2A agent at %s: %s", self.url, error or repr(error))
+            logged = wire.without_credentials(self.url)
+            log.warning("cannot reach the A2A agent at %s: %s", logged, error or repr(error))
             raise ConnectionError(
                 f"cannot reach the A2A agent at {shown(self.url, URL_SHOWN)}"
             ) from None
@@ -251,17 +273,31 @@ class RemoteAgent:
         return parse_agent_card(json.loads(body))
 
     async def events(self, sent: Message) -> AsyncIterator[Task | Message]:
-        """Each state of the task the message starts (or the agent's reply message)."""
+        """Each state of the task the message starts (or the agent's reply message). Left
+        before its end (cancelled: a timeout, the caller's own task cancelled), the agent is
+        asked to cancel the task it told of."""
         task = Task()
-        async for response in self._client.send_message(SendMessageRequest(message=sent)):
-            kind = response.WhichOneof("payload")
-            if kind == "message":
-                yield response.message
-                return
-            _update(task, response)
-            state = Task()
-            state.CopyFrom(task)
-            yield state
+        try:
+            async for response in self._client.send_message(SendMessageRequest(message=sent)):
+                if response.WhichOneof("payload") == "message":
+                    yield response.message
+                    return
+                _update(task, response)
+                state = Task()
+                state.CopyFrom(task)
+                yield state
+        except asyncio.CancelledError:
+            if task.id:
+                await self._cancel(task.id)
+            raise
+
+    async def _cancel(self, task_id: str) -> None:
+        try:
+            cancelling = self._client.cancel_task(CancelTaskRequest(id=task_id))
+            await asyncio.wait_for(cancelling, CANCEL_TIMEOUT_S)
+        except Exception as error:  # its task may have ended meanwhile: it is only told
+            logged = wire.without_credentials(self.url)
+            log.info("the A2A agent at %s did not cancel its task: %s", logged, error)
 
     async def ask(self, sent: Message) -> str:
         """Send a message and wait for the agent's last word; an error if its task did not

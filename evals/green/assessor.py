@@ -6,18 +6,26 @@ over the questions so each is attempted once; each episode's record is built fro
 own history of the episode (`evals.play.record_of`), so the summary is the one `sqlenv eval`
 gives for the same policy. What the participant says is logged, never scored.
 
-A participant must not try answers to its question anywhere else while it is assessed on it:
-an assessment holds the questions of its plan until each is recorded, and a request whose plan
-shares one with an assessment in progress is refused. The participant is sent what it needs to
-play one episode, never the seed or the rest of the plan.
+A participant must not try answers to its question anywhere else while it is assessed on it.
+It is sent what it needs to play one episode, never the seed or the rest of the plan, so the
+question it knows is the one in play: a question is held while an episode plays it, a request
+whose plan has a question in play is refused, and an assessment whose next question another
+plays waits for that episode to end. The questions an assessment has yet to play stay free for
+others (holding a whole plan let one request lock every question for as long as it ran).
+
+An assessment's time is bounded: its episodes times their timeout may be at most
+`MAX_ASSESSMENT_S`, plus, for each episode, a wait for another assessment's episode of that
+question (itself bounded by its timeout).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -33,11 +41,15 @@ from evals.green.request import AssessmentRequest, RequestError
 from evals.metrics import Summary
 from evals.plan import EpisodeTask, plan_episodes
 from evals.play import EpisodeRecord, record_of
+from evals.run_folder import RunFolder
 from sqlenv_mcp.assessment import Assessment, Seat, Seats
 
 log = logging.getLogger(__name__)
 # What the log keeps of a participant's own words, which may be of any length.
 MAX_LOGGED_CHARS = 300
+# An assessment's episodes times their timeout: four days, which every question of Spider's dev
+# set (1,034) at the default timeout fits in, and 896 questions at an hour each (37 days) not.
+MAX_ASSESSMENT_S = 96 * 3600
 
 
 @dataclass(frozen=True)
@@ -76,58 +88,58 @@ IN_PLAY = (
 
 
 class QuestionsInPlay:
-    """The questions the assessments in progress hold: each is played by one at a time, and
-    at most `max_assessments` assessments hold questions at once (each holds an episode)."""
+    """The questions episodes are playing, each by one at a time, and the assessments running:
+    at most `max_assessments` (each holds an episode). Used on the event loop's thread."""
 
     def __init__(self, max_assessments: int) -> None:
         self.max_assessments = max_assessments
-        self._held: set[str] = set()
-        self._holds = 0
-        self._lock = threading.Lock()
+        self._playing: set[str] = set()
+        self._freed = asyncio.Condition()
+        self._running = 0
 
-    def hold(self, question_ids: Iterable[str]) -> Hold:
-        """A hold on these questions; `RequestError` if an assessment holds one already, or
-        as many assessments as may run are running."""
-        wanted = set(question_ids)
-        with self._lock:
-            if self._holds >= self.max_assessments:
-                raise RequestError(
-                    "as many assessments as this green agent runs at once "
-                    f"({self.max_assessments}, its --max-episodes) are running; try again when "
-                    "one ends"
-                )
-            if not wanted.isdisjoint(self._held):
-                raise RequestError(IN_PLAY)
-            self._held |= wanted
-            self._holds += 1
-        return Hold(self, wanted)
+    def admit(self, question_ids: Iterable[str]) -> Admission:
+        """An assessment of these questions let in; `RequestError` if one is in play, or as
+        many assessments as may run are running."""
+        if self._running >= self.max_assessments:
+            raise RequestError(
+                "as many assessments as this green agent runs at once "
+                f"({self.max_assessments}, its --max-episodes) are running; try again when "
+                "one ends"
+            )
+        if not self._playing.isdisjoint(question_ids):
+            raise RequestError(IN_PLAY)
+        self._running += 1
+        return Admission(self)
 
-    def release(self, question_ids: set[str], *, ended: bool = False) -> None:
-        """Release questions of a hold; `ended`: the hold has ended."""
-        with self._lock:
-            self._held -= question_ids
-            if ended:
-                self._holds -= 1
+    def leave(self) -> None:
+        self._running -= 1
+
+    @asynccontextmanager
+    async def playing(self, question_id: str) -> AsyncIterator[None]:
+        """The question held for one episode, once no other episode plays it."""
+        async with self._freed:
+            await self._freed.wait_for(lambda: question_id not in self._playing)
+            self._playing.add(question_id)
+        try:
+            yield
+        finally:
+            self._playing.discard(question_id)
+            async with self._freed:
+                self._freed.notify_all()
 
 
-class Hold:
-    """One assessment's hold on the questions it has not recorded yet; leaving it (`with`)
-    releases what is left."""
+class Admission:
+    """One assessment's place among those running, and the questions it plays: leaving it
+    (`with`) gives its place up."""
 
-    def __init__(self, in_play: QuestionsInPlay, question_ids: set[str]) -> None:
-        self._in_play = in_play
-        self._held = question_ids
+    def __init__(self, in_play: QuestionsInPlay) -> None:
+        self.in_play = in_play
 
-    def release(self, question_id: str) -> None:
-        self._held.discard(question_id)
-        self._in_play.release({question_id})
-
-    def __enter__(self) -> Hold:
+    def __enter__(self) -> Admission:
         return self
 
     def __exit__(self, *_exception: object) -> None:
-        self._in_play.release(self._held, ended=True)
-        self._held = set()
+        self.in_play.leave()
 
 
 @dataclass(frozen=True)
@@ -158,12 +170,13 @@ class AssessmentResult:
     records: list[EpisodeRecord]
     summary: Summary
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "config": self.config,
-            "summary": self.summary.to_dict(),
-            "episodes": [record.to_dict() for record in self.records],
-        }
+    def to_dict(self, episode_detail: bool) -> dict[str, Any]:
+        """The result as the requester gets it: the episodes' records (their question ids and
+        verdicts) only with `episode_detail`."""
+        result = {"config": self.config, "summary": self.summary.to_dict()}
+        if episode_detail:
+            result["episodes"] = [record.to_dict() for record in self.records]
+        return result
 
 
 class Assessor:
@@ -205,11 +218,18 @@ class Assessor:
                 f"config.episodes: {wanted} is more than the {len(questions)} questions of "
                 f"split {settings.split}; each question is attempted once per assessment"
             )
+        if wanted * config.episode_timeout_s > MAX_ASSESSMENT_S:
+            raise RequestError(
+                f"config: {wanted} episodes of up to {config.episode_timeout_s:g} s each may "
+                f"take over {MAX_ASSESSMENT_S // 3600} hours, this green agent's limit for "
+                "an assessment: ask for fewer episodes or a shorter episode_timeout_s"
+            )
         return Plan(request, settings, catalog, plan_episodes(questions, wanted, config.seed))
 
-    def hold(self, plan: Plan) -> Hold:
-        """The plan's hold on its questions; `RequestError` if another assessment holds one."""
-        return self._in_play.hold(task.question_id for task in plan.tasks)
+    def admit(self, plan: Plan) -> Admission:
+        """The plan let in to run; `RequestError` if another assessment plays one of its
+        questions or as many as may run are running."""
+        return self._in_play.admit({task.question_id for task in plan.tasks})
 
     def _catalog(self, settings: Settings) -> Catalog:
         """The catalog of the settings' split; `RequestError` naming the splits there are if it
@@ -227,32 +247,54 @@ class Assessor:
             return self._catalogs[settings.split]
 
     async def run(
-        self, plan: Plan, hold: Hold, participant: Participant, name: str, progress: Progress
+        self,
+        plan: Plan,
+        participant: Participant,
+        name: str,
+        progress: Progress,
+        folder: RunFolder | None = None,
     ) -> AssessmentResult:
-        """Play the plan with the participant (called `name` in the records), releasing each
-        question from the plan's hold once its episode is recorded."""
+        """Play the plan with the participant (called `name` in the records), each question
+        held while its episode plays; each record is appended to `folder` as it is made."""
         config = SessionConfig.of(plan.settings)
         manager = SessionManager(plan.catalog, config, sandbox=self._sandbox)
         assessment = Assessment(manager, self.seats)
+        run_config = {"policy": name, **plan.config}
+        if folder is not None:
+            await asyncio.to_thread(folder.open, run_config)
         records: list[EpisodeRecord] = []
         try:
             for task in plan.tasks:
-                seat = assessment.assign(task.question_id)
-                try:
-                    record = await self._episode(plan, task, seat, participant, name)
-                finally:
-                    assessment.release(seat)
+                async with self._in_play.playing(task.question_id):
+                    seat = assessment.assign(task.question_id)
+                    try:
+                        record = await self._episode(plan, task, seat, participant, name)
+                    finally:
+                        assessment.release(seat)
                 records.append(record)
-                hold.release(task.question_id)
-                solved = sum(r.correct for r in records)
-                await progress(
-                    f"episode {task.index + 1}/{len(plan.tasks)} ({record.question_id}, "
-                    f"{record.hardness}): {'correct' if record.correct else 'not correct'}; "
-                    f"{solved}/{len(records)} correct so far"
-                )
+                if folder is not None:
+                    await asyncio.to_thread(folder.append, record)
+                await progress(self._progress_line(plan, records))
         finally:
             manager.shutdown()
-        return AssessmentResult({"policy": name, **plan.config}, records, Summary.of(records))
+        summary = Summary.of(records)
+        if folder is not None:
+            text = json.dumps(summary.to_dict(), indent=2) + "\n"
+            await asyncio.to_thread(folder.summary_file.write_text, text)
+        return AssessmentResult(run_config, records, summary)
+
+    def _progress_line(self, plan: Plan, records: list[EpisodeRecord]) -> str:
+        """What the requester is told of the episode just recorded: its question and verdict
+        only with `--episode-detail`."""
+        record, done = records[-1], f"episode {len(records)}/{len(plan.tasks)}"
+        if not self.settings.episode_detail:
+            return f"{done} played"
+        solved = sum(r.correct for r in records)
+        return (
+            f"{done} ({record.question_id}, {record.hardness}): "
+            f"{'correct' if record.correct else 'not correct'}; "
+            f"{solved}/{len(records)} correct so far"
+        )
 
     async def _episode(
         self, plan: Plan, task: EpisodeTask, seat: Seat, participant: Participant, name: str

@@ -8,10 +8,11 @@ import sys
 
 from env_core.asgi import listening_socket
 from env_core.extras import require_extra
-from env_core.settings import Settings, add_arguments
+from env_core.settings import ASSESSMENT_GROUP, GROUPS, Settings, add_arguments, argument_type
 from evals.cli import POLICIES, add_llm_arguments, build_policy
+from evals.green.origins import origin_of
 
-A2A_PROTOCOL = "A2A protocol 0.3.0"
+A2A_PROTOCOL = "A2A protocols 1.0 and 0.3"
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -33,7 +34,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="extra Host header the episodes' MCP endpoints accept (repeatable); only localhost "
         "names pass unless listed, e.g. green.example.org:*",
     )
-    add_arguments(green)
+    add_arguments(green, groups=(*GROUPS, ASSESSMENT_GROUP))
     green.set_defaults(run=run_green, command="sqlenv green")
 
     purple = commands.add_parser(
@@ -55,6 +56,16 @@ def register(commands: argparse._SubParsersAction) -> None:
         default=0,
         help="random: the seed of its draws; with an assessment's seed, each episode draws what "
         "`sqlenv eval --policy random` draws for it (0)",
+    )
+    purple.add_argument(
+        "--allowed-mcp-origin",
+        action="append",
+        default=[],
+        type=argument_type(origin_of),
+        metavar="ORIGIN",
+        help="an address (scheme://host[:port]) whose MCP tools it may be sent to play with, "
+        "e.g. https://green.example.org (repeatable); with none, only loopback addresses "
+        "(localhost, 127.0.0.0/8, ::1): an episode's brief names where the policy's calls go",
     )
     add_serving_arguments(purple)
     add_arguments(purple, groups=("data", "server"))
@@ -90,7 +101,8 @@ def run_purple(args: argparse.Namespace) -> int:
     if args.policy == "oracle":
         known = known_questions(load_catalog(settings), settings.split)
     card_url = card_url_of(args, settings)
-    app = purple_app(build_policy(args), known, args.seed, card_url)
+    origins = tuple(args.allowed_mcp_origin)
+    app = purple_app(build_policy(args), known, args.seed, card_url, origins)
     serve(app, settings, "purple", card_url)
     return 0
 

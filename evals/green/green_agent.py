@@ -10,25 +10,34 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 from a2a.helpers import new_data_part, new_task, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
-from a2a.types import AgentSkill, Message, Role, TaskState
+from a2a.types import (
+    AgentSkill,
+    HTTPAuthSecurityScheme,
+    Message,
+    Role,
+    SecurityScheme,
+    TaskState,
+)
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
 from env_core.asgi import App, Receive, Scope, Send
 from env_core.errors import shown
 from env_core.sessions import SessionConfig
 from env_core.settings import Settings
 from env_core.tools import tools_for
-from evals.green import a2a
-from evals.green.assessor import AssessmentResult, Assessor, EpisodeBrief, Hold, Plan
+from evals.green import a2a, wire
+from evals.green.assessor import AssessmentResult, Assessor, EpisodeBrief, Plan
 from evals.green.request import RequestError, parse_request
 from evals.report import summary_rows, text_table
-from evals.run_folder import Run
+from evals.run_folder import Run, RunFolder
 from sqlenv_mcp.assessment import Seats, routed_seat
-from sqlenv_mcp.server import HttpSettings, build_assessment_server, http_app
+from sqlenv_mcp.server import BearerAuth, HttpSettings, build_assessment_server, http_app
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +77,7 @@ class GreenExecutor(AgentExecutor):
         try:
             request = parse_request(a2a.payload(context.message))
             plan = await asyncio.to_thread(self.assessor.plan, request)  # may load a catalog
-            hold = self.assessor.hold(plan)
+            admission = self.assessor.admit(plan)
         except RequestError as error:
             await updater.reject(said(str(error)))
             return
@@ -76,19 +85,23 @@ class GreenExecutor(AgentExecutor):
             log.exception("an assessment request could not be read")
             await updater.reject(said(UNREADABLE))
             return
-        with hold:
-            await self._assess(plan, hold, updater, said)
+        with admission:
+            await self._assess(plan, updater, said)
 
     async def _assess(
-        self, plan: Plan, hold: Hold, updater: TaskUpdater, said: Callable[[str], Message]
+        self, plan: Plan, updater: TaskUpdater, said: Callable[[str], Message]
     ) -> None:
         participant_url = plan.request.participant
-        await updater.start_work(said(f"assessing {participant_url}: {len(plan.tasks)} episodes"))
+        logged_url = wire.without_credentials(participant_url)
+        await updater.start_work(said(f"assessing {logged_url}: {len(plan.tasks)} episodes"))
         participant = a2a.RemoteAgent(participant_url)
         # One conversation with the participant per assessment: its episodes are its messages.
         conversation = uuid.uuid4().hex
+        runs_dir = self.assessor.settings.runs_dir
+        folder = RunFolder(Path(runs_dir) / updater.task_id) if runs_dir else None
         try:
-            await participant.open()
+            # Streamed, the participant's task is known from its start: it can be cancelled.
+            await participant.open(streaming=True)
 
             async def play(brief: EpisodeBrief) -> str:
                 sent = a2a.message(brief.text(), brief.data(), context_id=conversation)
@@ -97,17 +110,19 @@ class GreenExecutor(AgentExecutor):
             async def progress(line: str) -> None:
                 await updater.update_status(TaskState.TASK_STATE_WORKING, said(line))
 
-            result = await self.assessor.run(plan, hold, play, participant.card.name, progress)
+            name = participant.card.name
+            result = await self.assessor.run(plan, play, name, progress, folder)
         except ConnectionError as error:
             await updater.failed(said(str(error)))
             return
         except Exception:  # as above: the task ends, the requester is told
-            log.exception("an assessment of %s failed", shown(participant_url, a2a.URL_SHOWN))
+            log.exception("an assessment of %s failed", shown(logged_url, a2a.URL_SHOWN))
             await updater.failed(said(FAILED))
             return
         finally:
             await participant.close()
-        parts = [new_text_part(summary_text(result)), new_data_part(result.to_dict())]
+        data = result.to_dict(self.assessor.settings.episode_detail)
+        parts = [new_text_part(summary_text(result)), new_data_part(data)]
         await updater.add_artifact(parts, name="Result")
         await updater.complete()
 
@@ -135,7 +150,14 @@ def green_app(settings: Settings, card_url: str, allowed_hosts: tuple[str, ...] 
         card_url,
         SKILL,
     )
+    token = settings.assessment_token
+    if token:
+        bearer = HTTPAuthSecurityScheme(scheme="bearer")
+        card.security_schemes["bearer"].CopyFrom(SecurityScheme(http_auth_security_scheme=bearer))
+        card.security_requirements.add().schemes["bearer"].SetInParent()
     agent = a2a.a2a_app(card, GreenExecutor(Assessor(settings, seats, card_url)))
+    if token:  # the card stays public: it tells a client to bring the token
+        agent = BearerAuth(agent, token, public=(AGENT_CARD_WELL_KNOWN_PATH,))
 
     async def route(scope: Scope, receive: Receive, send: Send) -> None:
         # The episodes' app runs the MCP sessions' lifespan; the A2A app needs none.

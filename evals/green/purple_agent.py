@@ -7,7 +7,8 @@ model through the evaluation harness's chat loop, or, for tests, the random poli
 told the question's id). The green agent sends an assessment's episodes as one conversation
 (A2A context), so the random policy draws from the agent's seed and the episode's place in its
 conversation, as `sqlenv eval` draws from the run's seed and the episode's index: with the
-assessment's seed, its results match.
+assessment's seed, its results match. It plays only at the MCP addresses its operator allows
+(`--allowed-mcp-origin`; loopback addresses by default).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from env_core.calls import drive
 from env_core.catalog import Catalog, Question
 from evals.doors.mcp_door import MCPConnection, episode_start, tool_result
 from evals.green import a2a
+from evals.green.origins import AllowedOrigins, Origin
 from evals.plan import EpisodeTask
 from evals.policy import EpisodeContext, Policy
 
@@ -65,16 +67,21 @@ def play_at(mcp_url: str, policy: Policy, known: Known | None, rng: random.Rando
 
 
 class PurpleExecutor(AgentExecutor):
-    def __init__(self, policy: Policy, known: Known | None, seed: int) -> None:
+    def __init__(
+        self, policy: Policy, known: Known | None, seed: int, allowed: AllowedOrigins
+    ) -> None:
         self.policy = policy
         self.known = known
         self.seed = seed
+        self.allowed = allowed
         self._played: Counter[str] = Counter()  # episodes begun, by conversation
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         brief = a2a.payload(context.message)
-        if not isinstance(brief, dict) or "mcp_url" not in brief:
+        if not isinstance(brief, dict) or not isinstance(brief.get("mcp_url"), str):
             text = "send an episode brief: a data part with mcp_url"
+        elif not self.allowed.allow(brief["mcp_url"]):
+            text = f"this agent plays only at MCP addresses of {self.allowed}"
         else:
             rng = self._draws(context.context_id)
             try:
@@ -96,11 +103,13 @@ class PurpleExecutor(AgentExecutor):
         raise NotImplementedError("an episode in play cannot be cancelled")
 
 
-def purple_app(policy: Policy, known: Known | None, seed: int, card_url: str):
+def purple_app(
+    policy: Policy, known: Known | None, seed: int, card_url: str, origins: tuple[Origin, ...] = ()
+):
     card = a2a.agent_card(
         f"sqlenv purple agent ({policy.name})",
         "A reference participant for sqlenv assessments: plays each episode it is sent.",
         card_url,
         SKILL,
     )
-    return a2a.a2a_app(card, PurpleExecutor(policy, known, seed))
+    return a2a.a2a_app(card, PurpleExecutor(policy, known, seed, AllowedOrigins(origins)))

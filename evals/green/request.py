@@ -31,6 +31,7 @@ class AssessmentConfig(BaseModel):
     max_steps: Annotated[int, Field(ge=1, le=1000)] | None = None
     episode_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 300.0
 
+    # Numbers are JSON numbers: "1" is no more a count of episodes than "7" a seed.
     @field_validator("episodes", mode="before")
     @classmethod
     def _episode_count(cls, value: object) -> object:
@@ -39,6 +40,13 @@ class AssessmentConfig(BaseModel):
         raise ValueError(
             f"{shown(value)} is not a number of episodes: give a whole number from 1, or 'all'"
         )
+
+    @field_validator("seed", mode="before")
+    @classmethod
+    def _seed(cls, value: object) -> object:
+        if type(value) is int:
+            return value
+        raise ValueError(f"{shown(value)} is not a seed: give a whole number")
 
 
 class AssessmentRequest(BaseModel):

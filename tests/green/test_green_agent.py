@@ -59,7 +59,7 @@ def start_agent(*arguments: str, spider_dir, cache_dir) -> LocalServer:
 
 @pytest.fixture(scope="module")
 def green(spider_dir, cache_dir) -> Iterator[LocalServer]:
-    server = start_agent("green", spider_dir=spider_dir, cache_dir=cache_dir)
+    server = start_agent("green", "--episode-detail", spider_dir=spider_dir, cache_dir=cache_dir)
     yield server
     server.stop()
 
@@ -262,6 +262,17 @@ async def test_a_hostile_participant_is_refused_and_scores_nothing(green, hostil
         (
             '{"participants": {"agent": "not a url"}}',
             "participants.agent: Input should be a valid URL",
+        ),
+        (
+            '{"participants": {"agent": "http://127.0.0.1:9/"}, '
+            '"config": {"episodes": "all", "episode_timeout_s": 3600}}',
+            "config: 896 episodes of up to 3600 s each may take over 96 hours, this green "
+            "agent's limit for an assessment: ask for fewer episodes or a shorter "
+            "episode_timeout_s",
+        ),
+        (
+            '{"participants": {"agent": "http://127.0.0.1:9/"}, "config": {"seed": "7"}}',
+            "config.seed: '7' is not a seed: give a whole number",
         ),
     ],
 )

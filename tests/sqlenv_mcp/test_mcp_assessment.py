@@ -89,3 +89,15 @@ async def test_over_http_each_question_has_its_own_address(http_server, spider_c
         refused = httpx.post(wrong, json=initialize, timeout=10)
         assert refused.status_code == 404 and "no assigned episode" in refused.text
     assert f"{ASSIGNED}: correct" in server.output()
+
+
+def test_a_health_check_is_told_the_seats_only_with_the_token(http_server):
+    """/healthz told anyone how many seats the operator had handed out."""
+    server = http_server("--assess", ASSIGNED)
+    assert httpx.get(server.url + "/healthz", timeout=10).json() == {"status": "ok"}
+    guarded = http_server("--assess", ASSIGNED, "--auth-token", "operator-secret")
+    assert httpx.get(guarded.url + "/healthz", timeout=10).json() == {"status": "ok"}
+    told = httpx.get(
+        guarded.url + "/healthz", headers={"Authorization": "Bearer operator-secret"}, timeout=10
+    )
+    assert told.json() == {"status": "ok", "seats": 1}
