@@ -16,7 +16,7 @@ ENGINE_GROUPS = ("data", "episodes", "sql")
 
 def parsers() -> dict[str, tuple[argparse.ArgumentParser, tuple[str, ...]]]:
     """Every command's parser, with the setting groups it must take."""
-    from adapters.openenv.server import build_parser as openenv_parser
+    from adapters.commands import openenv_parser
     from env_core.cli import build_parser as sqlenv_parser
     from sqlenv_mcp.cli import build_parser as mcp_parser
 

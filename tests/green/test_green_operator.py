@@ -19,11 +19,13 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from a2a.helpers import get_data_parts, new_task
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.tasks import TaskUpdater
 from a2a.types import AgentSkill, Role, Task, TaskState
-from a2a.utils import new_task
+from google.protobuf.json_format import MessageToDict
 from process_memory import MIB, PeakRSS, tree_rss
 from test_green_agent import DEV, serving, start_agent
 
@@ -97,13 +99,13 @@ async def test_the_requester_is_told_the_summary_and_the_run_folder_keeps_the_ep
     server, runs = private_green
     request = {"participants": {"agent": oracle}, "config": {"episodes": 3, "seed": 5}}
     states, final = await assess(server.url, request)
-    assert final.status.state == TaskState.completed
+    assert final.status.state == TaskState.TASK_STATE_COMPLETED
     [artifact] = final.artifacts
-    [data] = [part.root.data for part in artifact.parts if part.root.kind == "data"]
+    [data] = get_data_parts(artifact.parts)
     assert set(data) == {"config", "summary"}
-    told = json.dumps([state.model_dump(mode="json") for state in states])
+    told = json.dumps([MessageToDict(state) for state in states])
     assert f"{DEV}:" not in told and "correct so far" not in told
-    progress = [a2a.reply_text(s) for s in states if s.status.state == TaskState.working]
+    progress = [a2a.reply_text(s) for s in states if s.status.state == TaskState.TASK_STATE_WORKING]
     assert "episode 3/3 played" in progress
     folder = run_folder_of(runs, final)
     records = folder.read_episodes()
@@ -124,9 +126,9 @@ class StallingExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         self.played += 1
         if self.played <= self.quick:
-            await event_queue.enqueue_event(a2a.message("done", role=Role.agent))
+            await event_queue.enqueue_event(a2a.message("done", role=Role.ROLE_AGENT))
             return
-        task = new_task(context.message)
+        task = new_task(context.task_id, context.context_id, TaskState.TASK_STATE_SUBMITTED)
         await event_queue.enqueue_event(task)
         await TaskUpdater(event_queue, task.id, task.context_id).start_work()
         self.stalled.set()
@@ -171,7 +173,7 @@ async def test_a_participants_task_is_cancelled_when_its_episode_times_out(priva
         config = {"episodes": 1, "seed": 3, "episode_timeout_s": 1}
         _, final = await assess(server.url, {"participants": {"agent": url}, "config": config})
         assert await asyncio.to_thread(executor.cancelled.wait, 20)
-    assert final.status.state == TaskState.completed
+    assert final.status.state == TaskState.TASK_STATE_COMPLETED
 
 
 async def test_a_participants_task_is_cancelled_when_its_assessment_is(private_green):
@@ -224,8 +226,8 @@ async def test_questions_not_yet_played_stay_free_for_other_assessments(
         other = {"participants": {"agent": oracle}, "config": {"episodes": 40, "seed": seed}}
         _, played = await assess(server.url, other)
         holding.cancel()
-    assert played.status.state == TaskState.completed
-    assert refused.status.state == TaskState.rejected  # its question is in play
+    assert played.status.state == TaskState.TASK_STATE_COMPLETED
+    assert refused.status.state == TaskState.TASK_STATE_REJECTED  # its question is in play
 
 
 @contextmanager
@@ -237,7 +239,7 @@ def flooding_participant(streaming: bool, megabytes: int) -> Iterator[str]:
     skill = AgentSkill(id="flood", name="flood", description="flood", tags=[])
     card = a2a.agent_card("flood", "flood", url, skill)
     card.capabilities.streaming = streaming
-    card_body = card.model_dump_json(by_alias=True, exclude_none=True).encode()
+    card_body = json.dumps(agent_card_to_dict(card)).encode()
 
     async def app(scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -298,7 +300,7 @@ async def test_a_participants_reply_is_read_within_its_bound(private_green, stre
         f"green agent RSS before {peak.before / MIB:.0f} MiB, peak {peak.bytes / MIB:.0f}, "
         f"after {after / MIB:.0f}"
     )
-    assert final.status.state == TaskState.completed
+    assert final.status.state == TaskState.TASK_STATE_COMPLETED
     records = run_folder_of(runs, final).read_episodes()
     assert [record.notes for record in records.values()] == [{"participant_errors": 1}] * 2
     assert peak.growth_mib < 64 and (after - peak.before) / MIB < 32
@@ -331,7 +333,7 @@ async def test_a_participant_urls_credentials_are_never_logged(private_green):
         address = f"127.0.0.1:{unheard.getsockname()[1]}"
         request = {"participants": {"agent": f"http://someone:hunter2@{address}/"}}
         _, final = await assess(server.url, request)
-    assert final.status.state == TaskState.failed
+    assert final.status.state == TaskState.TASK_STATE_FAILED
     logged = server.output()
     assert f"cannot reach the A2A agent at http://{address}/" in logged
     assert "hunter2" not in logged

@@ -27,8 +27,8 @@ def report(event, args):
         print("outbound", event, args[1] if event == "socket.connect" else args[:2],
               file=sys.stderr, flush=True)
 sys.addaudithook(report)
-from adapters.openenv.server import main
-sys.exit(main(sys.argv[1:]))
+from adapters.commands import openenv
+sys.exit(openenv(sys.argv[1:]))
 """
 
 
