@@ -35,7 +35,7 @@ from adapters.openenv.environment import SQLExploreEnvironment
 from adapters.openenv.guard import RequestGuard
 from adapters.openenv.models import EpisodeObservation, SQLState
 from adapters.openenv.openapi import document_websocket
-from adapters.openenv.web import PageRequests, build_play_ui
+from adapters.openenv.web import PageRequests, build_play_ui, own_fonts
 from env_core.factory import open_sessions
 from env_core.garbage_collection import tune_for_serving
 from env_core.http_protocol import serve as serve_http
@@ -82,6 +82,7 @@ def build_app(settings: Settings) -> FastAPI:
     serve_health(app, manager.sandbox.unavailable)
 
     if web_enabled():
+        own_fonts(app)
         app.add_middleware(PageRequests)
     else:
 

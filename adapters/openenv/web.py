@@ -5,8 +5,8 @@ and debugging surface, not a multi-user one. Each observation is drawn the way a
 it: the engine's text, then the step's reward.
 
 The page keeps nothing on disk and calls no one: only the requests the page itself makes reach
-Gradio (`PageRequests`; its uploads, files and API are refused), and Gradio's version check
-and usage analytics are off.
+Gradio (`PageRequests`; its uploads, files and API are refused), Gradio's version check
+and usage analytics are off, and the page links no fonts from elsewhere (`own_fonts`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ import re
 from typing import Any
 
 import gradio as gr
+from fastapi import FastAPI
 from starlette.responses import JSONResponse
+from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from adapters.openenv.models import observation_text, tool_arguments
@@ -99,6 +101,17 @@ def page_request(method: str, path: str) -> bool:
     if method in ("GET", "HEAD"):
         return PAGE_READS.fullmatch(path) is not None
     return method == "POST" and path in PAGE_CALLS
+
+
+def own_fonts(app: FastAPI) -> None:
+    """The theme OpenEnv mounts the page with links its fonts from Google's font service,
+    which every visitor's browser would then ask for them; the page uses the system's fonts
+    instead (the theme names them after those)."""
+    for route in app.routes:
+        if isinstance(route, Mount) and route.path == "/web":
+            blocks = route.app.get_blocks()
+            blocks.stylesheets = []
+            blocks.config["stylesheets"] = []
 
 
 def _flatten(served: dict[str, Any]) -> dict[str, Any]:

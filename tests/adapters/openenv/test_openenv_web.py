@@ -54,7 +54,10 @@ def test_play_one_episode_in_the_browser(page, demo_catalog):
 
 
 def test_a_fresh_page_picks_describe_and_run_first_asks_for_an_episode(settings):
+    asked = []
     with running_server(settings, web=True) as url, browser_page(f"{url}/web/") as page:
+        page.on("request", lambda request: asked.append(request.url))
+        page.reload()
         assert page.locator("#tool input:checked").get_attribute("value") == "describe"
         page.locator("#argument textarea").fill("books")
         page.click("#run")
@@ -62,6 +65,8 @@ def test_a_fresh_page_picks_describe_and_run_first_asks_for_an_episode(settings)
         assert page.inner_text("#observation .sqlenv-text") == f"Error: {NO_EPISODE}"
         assert page.locator("#transcript li").count() == 0
         assert page.inner_text("#stored").strip() == STORED
+    # The browser asked the server alone (no fonts from elsewhere, say).
+    assert asked and [address for address in asked if not address.startswith(url)] == []
 
 
 @pytest.fixture(scope="module")
