@@ -137,6 +137,7 @@ class Episode:
     last_active: float = 0.0
     owner: str | None = None
     client: str | None = None
+    key: tuple[str | None, str] = (None, "")  # as the manager registers it
     _busy: bool = field(default=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
