@@ -57,9 +57,9 @@ def client_address(host: str) -> str:
     return str(ipaddress.ip_network(f"{address}/64", strict=False))
 
 
-# JSON-RPC error codes the guards answer with: unreadable JSON, an invalid request, and the
-# implementation-defined server error (a limit reached).
-PARSE_ERROR, INVALID_REQUEST, SERVER_ERROR = -32700, -32600, -32000
+# JSON-RPC error codes the guards answer with: unreadable JSON, an invalid request, invalid
+# params, and the implementation-defined server error (a limit reached).
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, SERVER_ERROR = -32700, -32600, -32602, -32000
 
 
 def rpc_error(request_id: object, code: int, message: str) -> dict[str, Any]:

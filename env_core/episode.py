@@ -138,6 +138,7 @@ class Episode:
     last_active: float = 0.0
     owner: str | None = None
     client: str | None = None
+    key: tuple[str | None, str] = (None, "")  # as the manager registers it
     _busy: bool = field(default=False, repr=False)
     # What the dataset says of each column (BIRD's descriptions), shown by describe.
     column_notes: ColumnNotes = field(default_factory=dict, repr=False)

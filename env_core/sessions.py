@@ -100,7 +100,9 @@ class SessionManager:
         self.checker = checker or AnswerChecker()
         self._clock = clock
         self._lock = threading.Lock()
-        self._episodes: dict[str, Episode] = {}
+        # An episode is registered under its id, scoped to its owner when the client chose the
+        # id: one client's choice neither collides with nor reveals another's episode.
+        self._episodes: dict[tuple[str | None, str], Episode] = {}
         self._clients: Counter[str] = Counter()
         self._rng = random.Random()
         self._counts = {"created": 0, "closed": 0, "reaped": 0, "steps": 0}
@@ -178,11 +180,12 @@ class SessionManager:
             seed=seed, question_id=question_id, db_id=db_id, split=split
         )
         self.reap()
-        episode_id = episode_id or uuid.uuid4().hex
+        key = (owner, episode_id) if episode_id else (None, uuid.uuid4().hex)
+        episode_id = key[1]
         with self._lock:
-            replaced = [e for e in replacing if self._episodes.get(e.episode_id) is e]
-            freed = {e.episode_id for e in replaced}
-            if episode_id in self._episodes and episode_id not in freed:
+            replaced = [e for e in replacing if self._episodes.get(e.key) is e]
+            freed = {e.key for e in replaced}
+            if key in self._episodes and key not in freed:
                 raise InvalidArgumentError(f"episode id {shown(episode_id)} is already in use")
             if len(self._episodes) - len(replaced) >= self.config.max_episodes:
                 raise CapacityError(
@@ -208,13 +211,14 @@ class SessionManager:
             )
             episode.owner = owner
             episode.client = client
+            episode.key = key
             if client is not None:
                 self._clients[client] += 1
             episode.last_active = self._clock()
             for old in replaced:
                 self._forget(old)
             self._counts["closed"] += len(replaced)
-            self._episodes[episode_id] = episode
+            self._episodes[key] = episode
             self._counts["created"] += 1
         for old in replaced:
             old.close()
@@ -245,12 +249,19 @@ class SessionManager:
     def get(self, episode_id: str, owner: str | None = None) -> Episode:
         """The open episode, if `owner` may act on it; another's is reported as unknown."""
         with self._lock:
-            episode = self._episodes.get(episode_id)
-        if episode is None or not self._may_use(episode, owner):
+            episode = self._find(episode_id, owner)
+        if episode is None:
             raise UnknownEpisodeError(
                 f"no open episode {shown(episode_id)}: it was never started here, was ended, "
                 f"or expired after {self.config.idle_ttl_s:g} s idle; start a new episode"
             )
+        return episode
+
+    def _find(self, episode_id: str, owner: str | None) -> Episode | None:
+        """The open episode `owner` may act on by this id; the caller holds the lock."""
+        episode = self._episodes.get((owner, episode_id)) or self._episodes.get((None, episode_id))
+        if episode is None or not self._may_use(episode, owner):
+            return None
         return episode
 
     def _may_use(self, episode: Episode, owner: str | None) -> bool:
@@ -289,8 +300,8 @@ class SessionManager:
     def close(self, episode_id: str, owner: str | None = None) -> bool:
         """End an episode and free its connection. False if it was not open (to `owner`)."""
         with self._lock:
-            episode = self._episodes.get(episode_id)
-            if episode is None or not self._may_use(episode, owner):
+            episode = self._find(episode_id, owner)
+            if episode is None:
                 return False
             self._forget(episode)
             self._counts["closed"] += 1
@@ -299,7 +310,7 @@ class SessionManager:
 
     def _forget(self, episode: Episode) -> None:
         """Drop an episode from the registry; the caller holds the lock."""
-        del self._episodes[episode.episode_id]
+        del self._episodes[episode.key]
         if episode.client is not None:
             self._clients[episode.client] -= 1
             if not self._clients[episode.client]:

@@ -258,7 +258,8 @@ OPTIONS: tuple[Option, ...] = (
         "--route-by-episode-id",
         _switch,
         "episodes",
-        "let any connection act on an episode by its id, not only the one that started it",
+        "let any connection act on an episode by its id, not only the one that started it "
+        "(the id, random and made by the server, is then a capability)",
     ),
     Option(
         "query_timeout_s",

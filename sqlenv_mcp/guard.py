@@ -6,6 +6,7 @@ that long. This middleware caps the connections one client (remote address) hold
 ends a connection not in use (in episode mode: holding no episode) once it has been idle for a
 short time, by sending the SDK the DELETE request a client sends to end its connection; a
 client at its cap that opens another ends its least recently used one not in use that way.
+A connection's session id is honoured only from the client that opened it.
 
 It also reads each request's body before the SDK does, and answers in its place one the SDK
 would mishandle (`sqlenv_mcp.jsonrpc`): with a 500 and a traceback (a number too long to read,
@@ -32,6 +33,7 @@ SESSION_HEADER = b"mcp-session-id"
 # use, if idle this long: many clients never end theirs (HTTP DELETE), and were locked out until
 # their connections expired. One idle for less may be about to start its episode.
 REPLACEABLE_AFTER_S = 2.0
+UNKNOWN_SESSION = b"-"  # no session the SDK makes has this id (it makes hex ones)
 # The SDK answers requests by id: a second request with the id of one still running took its
 # answer and left the first without one.
 ID_RUNNING = "a request with this id is still running on this connection: give each its own id"
@@ -101,6 +103,12 @@ class ConnectionGuard:
             await self._open(scope, receive, send)
             return
         connection = self._connections.get(session_id)
+        if connection is not None and connection.client != asgi.client_of(scope):
+            # A session id is no bearer capability: from another client it is unknown, answered
+            # by the SDK as any id it does not know.
+            scope = {**scope, "headers": _without_session(scope["headers"])}
+            scope["headers"].append((SESSION_HEADER, UNKNOWN_SESSION))
+            connection = None
         if connection is None:  # unknown or ended: the SDK answers 404
             await self.app(scope, receive, send)
             return
@@ -182,6 +190,10 @@ class ConnectionGuard:
                 await self._end(session_id)
                 ended += 1
         return ended
+
+
+def _without_session(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    return [(key, value) for key, value in headers if key != SESSION_HEADER]
 
 
 def _request_id(message: dict) -> str | None:

@@ -8,6 +8,7 @@ are rewarded and counted like WebSocket steps.
 
 from __future__ import annotations
 
+import uuid
 from importlib.metadata import version
 from typing import Any
 
@@ -54,6 +55,8 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
         self._manager = manager
         self._episode: Episode | None = None
         self._closed = False
+        # The session's episodes are its own: an episode id it chooses is scoped to it.
+        self._owner = uuid.uuid4().hex
 
     def reset(
         self,
@@ -82,6 +85,7 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
                 db_id=db_id,
                 split=split,
                 episode_id=episode_id,
+                owner=self._owner,
                 client=CONNECTION_CLIENT.get(),
                 replacing=running(self._episode),
             )
@@ -116,7 +120,9 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
         if episode is None:
             message = CLOSED_MESSAGE if self._closed else "no episode is running: call reset first"
             return _observation("", refusal(name, UnknownEpisodeError(message)), {})
-        result = yield from self._manager.work(episode.episode_id, name, action.arguments)
+        result = yield from self._manager.work(
+            episode.episode_id, name, action.arguments, self._owner
+        )
         metadata = {"budget_left": episode.budget_left, "total_reward": episode.total_reward}
         return _observation(episode.episode_id, result, metadata)
 
@@ -131,7 +137,6 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
             budget_left=episode.budget_left,
             db_id=episode.question.db_id,
             question=episode.question.text,
-            question_id=episode.question.id,
             done=episode.done,
             total_reward=episode.total_reward,
         )
@@ -150,7 +155,7 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
 
     def _end_episode(self) -> None:
         if self._episode is not None:
-            self._manager.close(self._episode.episode_id)
+            self._manager.close(self._episode.episode_id, self._owner)
             self._episode = None
 
 

@@ -13,6 +13,9 @@
   those bounds gets a parse error.
 - Errors repeat at most an excerpt of the input (`echoes`): a JSON-RPC request whose id is too
   long to send back is refused, and OpenEnv's error frames and JSON-RPC errors are cut short.
+- A session id is no bearer capability: a session created over HTTP is used, attached to or
+  closed only by the client that created it; any other session id (another client's, or one
+  of a WebSocket's own session) is answered as OpenEnv answers an unknown one.
 - A client that leaves while a call runs ends its socket quietly: OpenEnv's failure to send
   it the outcome is no error of the server's, and is not logged as one.
 - `CONNECTION_CLIENT` tells the environment the client of the connection it serves.
@@ -126,14 +129,28 @@ class RequestGuard:
             return
         method, params = request.get("method"), request.get("params")
         session_id = params.get("session_id") if isinstance(params, dict) else None
-        if isinstance(session_id, str) and session_id in self._sessions:
-            self._sessions[session_id].last_active = self.clock()
+        if isinstance(session_id, str) and session_id:
+            session = self._own_session(session_id, scope)
+            if session is None:
+                message = _unknown(session_id)
+                unknown = asgi.rpc_error(request.get("id"), asgi.INVALID_PARAMS, message)
+                await asgi.respond_json(send, 200, unknown)
+                return
+            session.last_active = self.clock()
         if method == "openenv/session/create":
             await self._create(scope, receive, send, request.get("id"))
             return
         await self.app(scope, receive, send)
         if method == "openenv/session/close" and isinstance(session_id, str):
             self._sessions.pop(session_id, None)
+
+    def _own_session(self, session_id: str, scope: Scope) -> _Session | None:
+        """The session created over HTTP by the client of this request, or None: a session id
+        is no bearer capability, and another client's is answered as unknown."""
+        session = self._sessions.get(session_id)
+        if session is None or session.client != asgi.client_of(scope):
+            return None
+        return session
 
     async def _create(self, scope: Scope, receive: Receive, send: Send, request_id: object) -> None:
         client = asgi.client_of(scope)
@@ -182,9 +199,15 @@ class RequestGuard:
     async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
         client = asgi.client_of(scope)
         if self.connections(client) >= self.per_client:
-            await _refuse_socket(receive, send, self._over_limit_message())
+            await _refuse_socket(receive, send, self._over_limit_message(), "CAPACITY_REACHED")
             return
-        attached = self._sessions.get(asgi.query_parameter(scope, "session_id") or "")
+        attached = None
+        requested = asgi.query_parameter(scope, "session_id")
+        if requested:
+            attached = self._own_session(requested, scope)
+            if attached is None:
+                await _refuse_socket(receive, send, _unknown(requested), "SESSION_ERROR", 1000)
+                return
         self._sockets[client] += 1
         if attached is not None:
             attached.attached = True
@@ -307,10 +330,18 @@ def _error_frame(message: str, code: str) -> str:
     return json.dumps({"type": "error", "data": {"message": message, "code": code}})
 
 
-async def _refuse_socket(receive: Receive, send: Send, message: str) -> None:
-    """Refuse a WebSocket as OpenEnv refuses one over capacity: an error frame, then close."""
+async def _refuse_socket(
+    receive: Receive, send: Send, message: str, code: str, close_code: int = 1013
+) -> None:
+    """Refuse a WebSocket as OpenEnv refuses one (over capacity, or naming an unknown
+    session): an error frame, then close."""
     if (await receive())["type"] != "websocket.connect":
         return
     await send({"type": "websocket.accept"})
-    await send({"type": "websocket.send", "text": _error_frame(message, "CAPACITY_REACHED")})
-    await send({"type": "websocket.close", "code": 1013})
+    await send({"type": "websocket.send", "text": _error_frame(message, code)})
+    await send({"type": "websocket.close", "code": close_code})
+
+
+def _unknown(session_id: str) -> str:
+    """OpenEnv's answer to a session id it does not know."""
+    return f"Unknown session_id: {session_id}"

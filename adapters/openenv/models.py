@@ -37,12 +37,12 @@ class EpisodeObservation(Observation):
 
 
 class SQLState(State):
-    """The running episode, as far as the agent may know it: never the gold answer."""
+    """The running episode, as far as the agent may know it: never the gold answer, nor the
+    question's id (a key into the public gold)."""
 
     budget_left: int = 0
     db_id: str | None = None
     question: str | None = None
-    question_id: str | None = None
     done: bool = False
     total_reward: float = 0.0
 

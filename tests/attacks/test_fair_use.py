@@ -169,6 +169,23 @@ def test_a_client_that_never_ends_its_mcp_connections_is_not_locked_out(cache_di
         server.stop()
 
 
+def test_an_mcp_session_id_is_honoured_only_from_its_client(mcp_server):
+    """Another client holding a connection's session id gets what an id never made gets (the
+    SDK's 404); before, it acted on the connection's episode."""
+    owner = RawConnection(mcp_server.url)
+    assert not tool_result(owner.call("start_episode", {"seed": 1}))["isError"]
+    end = {"jsonrpc": "2.0", "id": 3, "method": "tools/call"}
+    end["params"] = {"name": "end_episode", "arguments": {}}
+    elsewhere = {**owner.session_headers, **other_client("10.0.0.9")}
+    stolen = httpx.post(owner.url, json=end, headers=elsewhere)
+    never_made = httpx.post(owner.url, json=end, headers={**elsewhere, "mcp-session-id": "0" * 32})
+    assert (stolen.status_code, stolen.content) == (never_made.status_code, never_made.content)
+    assert stolen.status_code == 404
+    assert httpx.delete(owner.url, headers=elsewhere).status_code == 404
+    still = owner.call("query", {"sql": "SELECT 1"})
+    assert still.status_code == 200 and not tool_result(still)["isError"]
+
+
 def mcp_server_health(server: LocalServer) -> dict:
     return httpx.get(f"{server.url}/healthz").json()
 
@@ -322,6 +339,34 @@ def test_sessions_created_over_http_cannot_hold_capacity(openenv_server):
     closed["params"] = {"session_id": replies[0]["result"]["session_id"]}
     assert "Unknown session_id" in httpx.post(f"{openenv_server.url}/mcp", json=closed).text
     assert "session_id" in httpx.post(f"{openenv_server.url}/mcp", json=create).json()["result"]
+
+
+NEVER_MADE = "00000000-0000-4000-8000-000000000000"
+
+
+def test_an_openenv_session_id_is_honoured_only_from_its_client(openenv_server):
+    """Another client holding a session's id gets what an id never made gets, over HTTP and
+    WebSocket; before, it could use, attach to or close the session."""
+    url = f"{openenv_server.url}/mcp"
+    create = {"jsonrpc": "2.0", "id": 7, "method": "openenv/session/create", "params": {}}
+    owner = other_client("10.0.0.7")
+    session_id = httpx.post(url, json=create, headers=owner).json()["result"]["session_id"]
+
+    def ask(method: str, which: str, headers: dict[str, str] | None = None) -> str:
+        request = {"jsonrpc": "2.0", "id": 8, "method": method, "params": {"session_id": which}}
+        return httpx.post(url, json=request, headers=headers).text.replace(which, "ID")
+
+    def attach(which: str) -> str:
+        socket_url = f"{openenv_server.url.replace('http', 'ws')}/ws?session_id={which}"
+        with connect_websocket(socket_url) as socket:
+            return socket.recv(timeout=10).replace(which, "ID")
+
+    for method in ("tools/list", "openenv/session/close"):
+        assert ask(method, session_id) == ask(method, NEVER_MADE)
+        assert "Unknown session_id: ID" in ask(method, session_id)
+    assert attach(session_id) == attach(NEVER_MADE)
+    assert "tools" in ask("tools/list", session_id, owner)
+    assert '"closed":true' in ask("openenv/session/close", session_id, owner).replace(" ", "")
 
 
 def test_the_web_seed_must_be_a_plain_whole_number():

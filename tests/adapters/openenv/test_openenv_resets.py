@@ -18,16 +18,11 @@ OPTIONS_NAMING_NO_QUESTION = [
     {"seed": -1},
     {"question_id": ["a", "list"]},
     {"episode_id": "x" * 201},
-    {"episode_id": "held by another session"},
 ]
 
 
 async def test_a_reset_naming_no_question_is_an_error_and_the_episode_goes_on(spider_server):
-    async with (
-        SQLEnvClient(base_url=spider_server) as env,
-        SQLEnvClient(base_url=spider_server) as other,
-    ):
-        await other.reset(episode_id="held by another session")
+    async with SQLEnvClient(base_url=spider_server) as env:
         start = await env.reset(question_id=f"{SPIDER_SPLIT}:1")
         await env.describe("singer")
         for options in OPTIONS_NAMING_NO_QUESTION:
@@ -37,7 +32,8 @@ async def test_a_reset_naming_no_question_is_an_error_and_the_episode_goes_on(sp
         assert counted.observation.data["rows"] == [[6]]
         assert counted.observation.episode_id == start.observation.episode_id
         state = await env.state()
-        assert (state.question_id, state.step_count) == (f"{SPIDER_SPLIT}:1", 2)
+        assert (state.episode_id, state.step_count) == (start.observation.episode_id, 2)
+        assert "question_id" not in state.model_dump()  # a key into the public gold
 
 
 async def test_one_client_holds_at_most_its_share_of_episodes(start_server):
@@ -71,3 +67,20 @@ async def test_a_reset_may_reuse_its_own_episode_id(spider_server):
         again = await env.reset(episode_id="mine", question_id=f"{SPIDER_SPLIT}:2")
         assert (again.observation.episode_id, again.done) == ("mine", False)
         assert (await env.state()).step_count == 0
+
+
+async def test_an_episode_id_another_session_chose_is_neither_refused_nor_shared(spider_server):
+    """A chosen episode id is the session's own: "already in use" told anyone which ids other
+    clients had chosen, and so that their episodes existed."""
+    async with (
+        SQLEnvClient(base_url=spider_server) as env,
+        SQLEnvClient(base_url=spider_server) as other,
+    ):
+        await other.reset(episode_id="held by another session", question_id=f"{SPIDER_SPLIT}:1")
+        await other.describe("singer")
+        mine = await env.reset(
+            episode_id="held by another session", question_id=f"{SPIDER_SPLIT}:2"
+        )
+        assert (mine.observation.episode_id, mine.done) == ("held by another session", False)
+        assert (await env.state()).step_count == 0
+        assert (await other.state()).step_count == 1
