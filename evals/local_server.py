@@ -9,23 +9,15 @@ import time
 
 import httpx
 
+from adapters.server_reads import fetch
 from env_core.asgi import INHERITED_LISTENER_VARIABLE, bound_socket
 from env_core.parent_watch import PARENT_VARIABLE
 
-REACH_TIMEOUT_S = 10.0
-
 
 def check_reachable(url: str, what: str, path: str = "") -> None:
-    """Raise `ConnectionError`, in one sentence, unless something answers HTTP at url + path."""
-    try:
-        httpx.get(url.rstrip("/") + path, timeout=REACH_TIMEOUT_S)
-    except httpx.TimeoutException:
-        reason = f"no answer within {REACH_TIMEOUT_S:g} s"
-    except httpx.HTTPError as error:
-        reason = "connection refused" if isinstance(error, httpx.ConnectError) else str(error)
-    else:
-        return
-    raise ConnectionError(f"cannot reach the {what} at {url}: {reason}")
+    """Raise `ServerError`, in one sentence, unless something answers HTTP at url + path
+    within `server_reads`' bounds."""
+    fetch(url, path, what)
 
 
 class LocalServer:

@@ -12,19 +12,28 @@
 
 Each client is one server session, holding one episode at a time. If the connection drops, the
 client reconnects on the next call to a new session, and the episode is lost.
+
+A call the server fails (it closes the connection, answers no message within
+`message_timeout_s`, sends a frame over `max_message_size_mb` or one that is no OpenEnv message,
+or answers with an error frame) raises `ServerError`, one sentence naming the server's URL.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from openenv.core import EnvClient
 from openenv.core.client_types import StepResult
 from openenv.core.env_server.mcp_types import CallToolAction, ListToolsAction, Tool
 from openenv.core.env_server.types import Observation
 from pydantic import BaseModel, Field
+from websockets.exceptions import ConnectionClosed
 
 from adapters.openenv.models import SQLState, observation_text, tool_arguments
+from adapters.server_reads import ServerError
+
+# Our server's largest message is an observation within the result budget: tens of kilobytes.
+MAX_FRAME_MB = 16
 
 
 class SQLAction(BaseModel):
@@ -59,6 +68,9 @@ Action = CallToolAction | ListToolsAction | SQLAction
 
 
 class SQLEnvClient(EnvClient[Action, SQLObservation, SQLState]):
+    def __init__(self, *args: Any, max_message_size_mb: float = MAX_FRAME_MB, **kwargs: Any):
+        super().__init__(*args, max_message_size_mb=max_message_size_mb, **kwargs)
+
     async def describe(self, table: str) -> StepResult[SQLObservation]:
         return await self.call("describe", table=table)
 
@@ -77,7 +89,32 @@ class SQLEnvClient(EnvClient[Action, SQLObservation, SQLState]):
     async def list_tools(self) -> list[Tool]:
         """The tools with their schemas (costs no step)."""
         payload = await self._send_and_receive({"type": "step", "data": {"type": "list_tools"}})
-        return [Tool.model_validate(tool) for tool in payload["data"]["observation"]["tools"]]
+        try:
+            return [Tool.model_validate(tool) for tool in payload["data"]["observation"]["tools"]]
+        except (LookupError, TypeError, ValueError) as error:
+            self._failed(f"answered list_tools with no tool list ({error!r:.100})")
+
+    async def _send_and_receive(self, message: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = await super()._send_and_receive(message)
+        except ConnectionClosed as error:
+            self._failed(f"closed the connection ({error})")
+        except TimeoutError:
+            self._failed(f"sent no answer within {self._message_timeout:g} s")
+        except (ValueError, RecursionError):  # the frame's JSON
+            self._failed("answered with a frame that is not JSON")
+        except AttributeError:  # EnvClient's reading of JSON that is no object
+            self._failed("answered with a frame that is no OpenEnv message")
+        except RuntimeError as error:  # EnvClient's reading of an error frame
+            self._failed(f"answered with an error ({str(error)[:300]})")
+        except ConnectionError as error:  # EnvClient's failure to reconnect
+            self._failed(f"could not be reached ({error})")
+        if not isinstance(response.get("data", {}), dict):
+            self._failed("answered with a frame that is no OpenEnv message")
+        return response
+
+    def _failed(self, what: str) -> NoReturn:
+        raise ServerError(f"the OpenEnv server at {self.base_url} {what}") from None
 
     def _step_payload(self, action: Action) -> dict[str, Any]:
         if isinstance(action, SQLAction):
@@ -85,6 +122,12 @@ class SQLEnvClient(EnvClient[Action, SQLObservation, SQLState]):
         return action.model_dump(exclude={"metadata"})
 
     def _parse_result(self, payload: dict[str, Any]) -> StepResult[SQLObservation]:
+        try:
+            return self._result_of(payload)
+        except (LookupError, TypeError, ValueError, AttributeError) as error:
+            self._failed(f"answered with no step result ({error!r:.100})")
+
+    def _result_of(self, payload: dict[str, Any]) -> StepResult[SQLObservation]:
         fields = payload.get("observation", {})
         reward, done = payload.get("reward"), payload.get("done", False)
         error = fields.get("error")
@@ -115,4 +158,7 @@ class SQLEnvClient(EnvClient[Action, SQLObservation, SQLState]):
         return StepResult(observation=observation, reward=reward, done=done)
 
     def _parse_state(self, payload: dict[str, Any]) -> SQLState:
-        return SQLState.model_validate(payload)
+        try:
+            return SQLState.model_validate(payload)
+        except ValueError as error:  # pydantic's ValidationError
+            self._failed(f"answered with no state ({str(error)[:100]})")

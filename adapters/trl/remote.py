@@ -27,11 +27,10 @@ import logging
 import weakref
 from typing import Any
 
-import httpx
 from openenv.core.env_server.mcp_types import CallToolAction
-from websockets.exceptions import ConnectionClosed
 
 from adapters.openenv.client import SQLEnvClient
+from adapters.server_reads import get_json
 from adapters.trl.environment import SQLEnvTRL, close_dropped, dropped
 from env_core.rewards import booked
 
@@ -101,8 +100,8 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
             return LOST
         try:
             result = self._client.step(CallToolAction(tool_name=tool, arguments=arguments))
-        except (ConnectionClosed, OSError) as error:  # OSError: refused, reset, timed out
-            return self._lose(f"{type(error).__name__}: {error}")
+        except OSError as error:  # the client's ServerError: closed, timed out, garbled, refused
+            return self._lose(str(error))
         if self._episode_id is not None and result.observation.episode_id != self._episode_id:
             # The client has reconnected: the new session holds no episode.
             return self._lose(f"a new session answered {result.observation.text!r}")
@@ -125,7 +124,7 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
 @functools.cache
 def _check_rewards(base_url: str) -> None:
     """Refuse a server whose rewards a remote rollout would sum differently from in process."""
-    served = httpx.get(f"{base_url.rstrip('/')}/catalog", timeout=30).raise_for_status().json()
+    served = get_json(base_url, "/catalog", "OpenEnv server")
     profile = served.get("reward_profile")
     if profile not in REMOTE_PROFILES:
         raise RuntimeError(

@@ -14,11 +14,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
 from openenv.core.env_server.mcp_types import CallToolAction
-from websockets.exceptions import ConnectionClosed
 
 from adapters.openenv.client import SQLEnvClient
+from adapters.server_reads import get_json
 from env_core.episode import EpisodeStart, ToolResult
 from env_core.errors import error_from
 from evals.doors.spec import DoorSpec, check_same_catalog, check_same_episodes
@@ -33,7 +32,7 @@ class OpenEnvDoor:
         url = spec.url
         if url is not None:
             check_reachable(url, "OpenEnv server", "/health")
-            served = httpx.get(f"{url}/catalog", timeout=10).json()
+            served = get_json(url, "/catalog", "OpenEnv server")
             check_same_catalog(url, served, self.catalog, spec.settings.split)
             check_same_episodes(url, served, spec.settings)
         else:
@@ -86,7 +85,7 @@ class OpenEnvDoor:
         """A call on the connection, whose closing (the server went away) loses `what`."""
         try:
             yield
-        except (ConnectionClosed, ConnectionError) as error:  # closed, or not to be reopened
+        except ConnectionError as error:  # the client's ServerError: closed, timed out, garbled
             raise self._lost(what, str(error)) from None
 
     def _lost(self, what: str, why: str) -> ConnectionError:

@@ -18,6 +18,7 @@ from openenv.core.mcp_client import MCPToolClient
 from openenv_testing import SPIDER_SPLIT, play_oracle, served_record, step_record
 
 from adapters.openenv.client import SQLAction, SQLEnvClient
+from adapters.server_reads import ServerError
 from adapters.trl.environment import SQLEnvTRL
 from adapters.trl.remote import LOST, RemoteSQLEnvTRL
 from env_core.answers import gold_as_json
@@ -192,7 +193,9 @@ async def test_capacity_error_when_full(start_server):
         async with SQLEnvClient(base_url=url) as first, SQLEnvClient(base_url=url) as second:
             await first.reset(seed=1)
             await second.reset(seed=2)
-            with pytest.raises(RuntimeError, match="CAPACITY_REACHED"):
+            with pytest.raises(
+                ServerError, match=f"the OpenEnv server at {url} .*CAPACITY_REACHED"
+            ):
                 async with SQLEnvClient(base_url=url) as third:
                     await third.reset(seed=3)
             assert (await first.query("SELECT 1")).observation.ok
@@ -215,7 +218,7 @@ async def test_a_session_that_cannot_start_is_refused_without_the_servers_object
             start(thread)
 
         monkeypatch.setattr(threading.Thread, "start", refused)
-        with pytest.raises(RuntimeError) as refusal:
+        with pytest.raises(ServerError) as refusal:
             async with SQLEnvClient(base_url=url) as env:
                 await env.reset(seed=1)
         monkeypatch.undo()
@@ -300,7 +303,10 @@ def test_a_remote_episode_lost_with_its_server_says_so_and_keeps_its_reward(star
         reward = remote.get_reward()
     with caplog.at_level(logging.WARNING, logger="adapters.trl.remote"):
         assert remote.describe(table="singer") == LOST
-    assert f"on {url} was lost with its connection (ConnectionError" in caplog.text
+    said = (
+        f"on {url} was lost with its connection (the OpenEnv server at {url} could not be reached"
+    )
+    assert said in caplog.text
     with start_server(port=urlsplit(url).port) as again:
         assert again == url
         assert remote.query(sql="SELECT 1") == LOST
