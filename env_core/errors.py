@@ -7,6 +7,8 @@ import heapq
 import re
 from collections.abc import Collection, Mapping
 
+from env_core.render import within_budget
+
 
 class SQLEnvError(Exception):
     """Base class of every error the engine raises on purpose."""
@@ -150,8 +152,9 @@ def error_from(data: Mapping[str, str]) -> SQLEnvError:
 
 
 def error_data(error: SQLEnvError) -> dict[str, str]:
-    """The structured form of an error every door sends: a stable kind and the sentence."""
-    return {"error": error_kind(error), "message": str(error)}
+    """The structured form of an error every door sends: a stable kind and the sentence,
+    within the budget of a text."""
+    return {"error": error_kind(error), "message": within_budget(str(error))}
 
 
 def ends_episode(error: SQLEnvError) -> bool:

@@ -22,15 +22,18 @@ SLOW = (
     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) "
     "SELECT count(*) FROM c"
 )
-# A kept result answers in well under a millisecond: a new run takes a good share of the first.
-SHARE_OF_A_RUN = 0.2
+# Far less than the statement takes to run anywhere.
+RUN_MS = 5
 
 
 def assert_ran_anew(first_ms: float, other: dict, took_ms: float) -> None:
+    """The other client's call ran the statement itself: it shows a run of its own, which its
+    call lasted at least as long as (a kept result came in 0.02 ms showing a 72 ms run)."""
     assert other["elapsed_ms"] != first_ms, "another client's elapsed_ms was shown"
-    assert took_ms >= SHARE_OF_A_RUN * first_ms, (
-        f"answered in {took_ms:.2f} ms where a run takes {first_ms:.2f} ms: a result kept "
-        "for another client"
+    assert other["elapsed_ms"] > RUN_MS, other
+    assert took_ms >= other["elapsed_ms"], (
+        f"answered in {took_ms:.2f} ms showing a run of {other['elapsed_ms']} ms: a result "
+        "kept for another client"
     )
 
 
@@ -40,7 +43,7 @@ def test_a_result_kept_for_one_client_is_not_given_to_another(spider_catalog):
         mine = manager.create(question_id=f"{DEV}:1", client="203.0.113.1")
         theirs = manager.create(question_id=f"{DEV}:1", client="203.0.113.2")
         first = mine.call("query", {"sql": SLOW})
-        assert first.ok and first.data["elapsed_ms"] > 5, first.data
+        assert first.ok and first.data["elapsed_ms"] > RUN_MS, first.data
         assert mine.call("query", {"sql": SLOW}).data == first.data  # kept for its client
         started = time.monotonic()
         other = theirs.call("query", {"sql": SLOW})
@@ -96,7 +99,7 @@ def test_through_the_mcp_server_another_client_sees_nothing_of_a_kept_result(mcp
             connection.call("start_episode", {"seed": 0})
         first, _ = mine.call("query", {"sql": SLOW})
         first_ms = first["data"]["elapsed_ms"]
-        assert first_ms > 5, first
+        assert first_ms > RUN_MS, first
         other, took_ms = theirs.call("query", {"sql": SLOW})
         assert other["data"]["rows"] == first["data"]["rows"]
         assert_ran_anew(first_ms, other["data"], took_ms)
