@@ -46,10 +46,11 @@ image-test: setup-all node_modules/.package-lock.json
 	scripts/install-browser.sh
 	$(BIN)/pytest tests/deploy/test_image.py
 
-# deploy/swarm/stack.yml on a single-node swarm, scaled and a replica killed (`make test` runs
-# it with the rest; Docker and the stand-in base images come from scripts/docker-stand-in-base.sh).
+# deploy/swarm/stack.yml on a single-node swarm, scaled and a replica killed, and the Kubernetes
+# manifests checked against the Kubernetes schemas (`make test` runs both with the rest; Docker
+# and the stand-in base images come from scripts/docker-stand-in-base.sh).
 swarm-test: setup-all
-	$(BIN)/pytest tests/deploy/test_swarm.py
+	$(BIN)/pytest tests/deploy/test_swarm.py tests/deploy/test_kubernetes.py
 
 # N OpenEnv and N MCP servers behind HAProxy: OpenEnv on :8000, MCP on :8001/mcp, stats on :8404.
 N ?= 4
