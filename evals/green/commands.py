@@ -11,7 +11,7 @@ from env_core.extras import require_extra
 from env_core.settings import Settings, add_arguments
 from evals.cli import POLICIES, add_llm_arguments, build_policy
 
-A2A_PROTOCOL = "A2A protocol 0.3.0"
+A2A_PROTOCOL = "A2A protocols 1.0 and 0.3.0"
 
 
 def register(commands: argparse._SubParsersAction) -> None:
