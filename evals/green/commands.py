@@ -12,7 +12,7 @@ from env_core.settings import ASSESSMENT_GROUP, GROUPS, Settings, add_arguments,
 from evals.cli import POLICIES, add_llm_arguments, build_policy
 from evals.green.origins import origin_of
 
-A2A_PROTOCOL = "A2A protocols 1.0 and 0.3"
+A2A_PROTOCOL = "A2A protocols 1.0 and 0.3.0"
 
 
 def register(commands: argparse._SubParsersAction) -> None:

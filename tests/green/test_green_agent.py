@@ -123,6 +123,12 @@ def test_the_agent_card_describes_the_assessment(green):
     assert skill["id"] == "sql-exploration-assessment" and skill["description"]
 
 
+def test_the_purple_agent_card_offers_both_a2a_versions(purple):
+    card = httpx.get(purple["oracle"].url + CARD, timeout=10).json()
+    assert [i["protocolVersion"] for i in card["supportedInterfaces"]] == ["1.0", "0.3"]
+    assert (card["url"], card["protocolVersion"]) == (purple["oracle"].url + "/", "0.3")
+
+
 @pytest.mark.parametrize(
     ("policy", "episodes", "seed"), [("oracle", 20, 7), ("random", 30, RANDOM_SEED)]
 )
