@@ -71,6 +71,30 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_arguments(purple, groups=("data", "server"))
     add_llm_arguments(purple)
     purple.set_defaults(run=run_purple, command="sqlenv purple")
+    register_assess(commands)
+
+
+def register_assess(commands: argparse._SubParsersAction) -> None:
+    assess = commands.add_parser(
+        "assess",
+        help="run an assessment: ask a green agent to assess a participant, print the result",
+        description="Ask a green agent (--green URL, or one started here on a free port) for an "
+        "assessment of a participant (--participant URL, or --policy: our reference participant "
+        "started here), show its progress as it comes and print its summary. Exit status 1 "
+        f"when the assessment did not complete ({A2A_PROTOCOL}).",
+    )
+    from evals.green.assess import add_assess_arguments
+
+    add_assess_arguments(assess)
+    add_arguments(assess, groups=("data", "episodes"))
+    assess.set_defaults(run=run_assess, command="sqlenv assess")
+
+
+def run_assess(args: argparse.Namespace) -> int:
+    require_extra("green", "sqlenv assess")
+    from evals.green.assess import run_assess
+
+    return run_assess(args)
 
 
 def add_serving_arguments(parser: argparse.ArgumentParser) -> None:

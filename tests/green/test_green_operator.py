@@ -11,6 +11,8 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -354,3 +356,49 @@ async def test_the_purple_agent_plays_only_where_its_operator_allows(spider_dir,
     finally:
         server.stop()
     assert said == "this agent plays only at MCP addresses of loopback addresses"
+
+
+def sqlenv_assess(*arguments: str, cache_dir, token: str | None = None):
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("SQLENV")}
+    environment["SQLENV_CACHE_DIR"] = str(cache_dir)
+    if token is not None:
+        environment["SQLENV_ASSESSMENT_TOKEN"] = token
+    command = [sys.executable, "-m", "env_core.cli", "assess", *arguments]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=300, env=environment, check=False
+    )
+
+
+def test_one_command_runs_an_assessment_end_to_end(spider_dir, cache_dir, tmp_path):
+    """Starting an assessment took a green agent, a purple agent and an A2A envelope written
+    by hand."""
+    out = tmp_path / "result.json"
+    data = ["--data-dir", str(spider_dir), "--split", DEV]
+    done = sqlenv_assess(
+        "--policy",
+        "oracle",
+        "--episodes",
+        "3",
+        "--seed",
+        "5",
+        "--out",
+        str(out),
+        *data,
+        cache_dir=cache_dir,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "all       3         100.0%" in done.stdout.splitlines()[1], done.stdout
+    assert [line for line in done.stderr.splitlines() if line.startswith("episode ")] == [
+        f"episode {n}/3 played" for n in (1, 2, 3)
+    ]
+    assert json.loads(out.read_text())["summary"]["overall"]["success"]["rate"] == 1
+
+
+def test_assess_brings_the_green_agents_token(private_green, oracle, cache_dir):
+    server, _ = private_green
+    given = ["--green", server.url + "/", "--participant", oracle, "--episodes", "1"]
+    refused = sqlenv_assess(*given, cache_dir=cache_dir)
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stderr
+    assert refused.stderr.strip().splitlines()[-1].startswith("sqlenv assess: "), refused.stderr
+    let_in = sqlenv_assess(*given, cache_dir=cache_dir, token=TOKEN)
+    assert let_in.returncode == 0, let_in.stderr
