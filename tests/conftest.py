@@ -26,6 +26,13 @@ def cache_dir(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def run_keys(cache_dir) -> None:
+    """Where the run folders of the whole test run keep their keys, for this process and
+    everything it starts, so nothing is written to the home folder."""
+    os.environ["XDG_STATE_HOME"] = str(cache_dir.parent / "state")
+
+
 @pytest.fixture(scope="session")
 def spider_catalog(spider_dir, cache_dir):
     from env_core.catalog import Catalog
