@@ -15,7 +15,12 @@ client holds an episode; the clients it served must fail with an error, all othe
 All processes share this machine's cores with the load generator, so expect less than linear
 scaling.
 
+With --swarm the replicas are the Swarm stack's containers (deploy/swarm/stack.yml, scaled to
+each count, with the images sqlenv:test and sqlenv-balancer:test built beforehand, as
+tests/deploy/test_swarm.py builds them), and no replica is killed (the test does that).
+
     python benchmarks/load_replicas.py --data-dir ../shared/data/spider --sessions 128
+    python benchmarks/load_replicas.py --swarm --replicas 1 3
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from load_mcp import Session, Tally, play
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from deploy.serve_replicas import Ports, Replicas
+from deploy.swarm_stack import SwarmStack, docker
 from env_core.settings import Settings
 
 MCP_STEPS = 10  # start_episode + 9 calls, as load_mcp.play makes them
@@ -52,7 +58,17 @@ class Balanced:
 
 
 @contextmanager
-def deployment(args: argparse.Namespace, count: int) -> Iterator[Replicas]:
+def deployment(args: argparse.Namespace, count: int) -> Iterator[Replicas | SwarmStack]:
+    if args.swarm:
+        limits = {
+            "SQLENV_MAX_EPISODES_PER_CLIENT": str(args.sessions),
+            "SQLENV_MAX_CONNECTIONS_PER_CLIENT": str(args.sessions),
+        }
+        with SwarmStack(args.data_dir, args.split, environment=limits) as stack:
+            if count > 1:
+                stack.scale(count)
+            yield stack
+        return
     # All clients come from this machine: lift the per-client limits to the session count.
     settings = Settings(
         data_dir=args.data_dir,
@@ -66,8 +82,14 @@ def deployment(args: argparse.Namespace, count: int) -> Iterator[Replicas]:
         yield replicas
 
 
-def openenv_server(replicas: Replicas) -> Balanced:
-    pids = tuple(replica.server.process.pid for replica in replicas.of_kind("openenv"))
+def openenv_server(replicas: Replicas | SwarmStack) -> Balanced:
+    if isinstance(replicas, SwarmStack):
+        containers = replicas.containers("openenv")
+        pids = tuple(
+            int(pid) for pid in docker("inspect", "--format", "{{.State.Pid}}", *containers).split()
+        )
+    else:
+        pids = tuple(replica.server.process.pid for replica in replicas.of_kind("openenv"))
     return Balanced(replicas.openenv_url, pids)
 
 
@@ -178,8 +200,11 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=128, help="sessions at once (128)")
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--timeout", type=float, default=120.0, help="per MCP request, seconds")
+    parser.add_argument("--swarm", action="store_true", help="through the Swarm stack")
     args = parser.parse_args()
     scaling(args)
+    if args.swarm:
+        return
     print()
     with deployment(args, 2) as replicas:
         kill_one_mcp_replica(args, replicas)

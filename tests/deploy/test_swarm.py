@@ -1,7 +1,8 @@
 """The Swarm stack (deploy/swarm/stack.yml): the project's image as replicated OpenEnv and MCP
 services behind the balancer image, deployed on a single-node swarm and reached through
 127.0.0.1. Episodes for both protocols, 1 -> 3 replicas while clients play, a replica killed
-and replaced by Swarm. `make swarm-test` runs this module alone.
+and replaced by Swarm; and OpenEnv's own DockerSwarmProvider running the image.
+`make swarm-test` runs this module (with the Kubernetes manifests' checks).
 
 A swarm is initialised when none is active, and left again only then; the stack and every
 network it made are removed at the end.
@@ -9,6 +10,8 @@ network it made are removed at the end.
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -16,11 +19,14 @@ from dataclasses import replace
 
 import httpx
 import pytest
-from docker_host import REPOSITORY, docker_daemon
+from docker_host import REPOSITORY, Container, docker_daemon
+from openenv.core.containers.runtime.providers import DockerSwarmProvider
 from test_image import IMAGE, SPLIT
 from test_replicas import open_mcp_session, play_in_threads
 
+from adapters.openenv.client import SQLEnvClient
 from deploy.swarm_stack import SwarmStack, build_balancer, docker
+from env_core.answers import gold_as_json
 from evals.doors import DoorSpec, open_door
 from evals.policies import OraclePolicy
 
@@ -174,4 +180,71 @@ def test_a_killed_replica_is_replaced_and_only_its_sessions_end(stack, dev_door_
         f"{len(on_victim)} of 6 sessions on {slot} got {mcp_answers[on_victim[0]].status_code} "
         f"{mcp_answers[on_victim[0]].text[:120]!r}, the other {len(others)} went on. Swarm "
         f"replaced both; the balancer had 3 of each UP again {replaced_s:.0f} s later"
+    )
+
+
+@pytest.fixture
+def provider_network(stack) -> Iterator[str]:
+    """An attachable overlay network for the provider's service (removed at the end)."""
+    name = f"{stack.name}-provider"
+    yield name
+    subprocess.run(["docker", "network", "rm", name], capture_output=True, timeout=60)
+
+
+async def play_gold_episode(url: str, question) -> list[str]:
+    async with SQLEnvClient(base_url=url) as env:
+        texts = [(await env.reset(question_id=question.id)).observation.text]
+        texts.append((await env.query(question.sql)).observation.text)
+        answered = await env.answer(gold_as_json(question.gold))
+        return [*texts, answered.observation.text]
+
+
+def test_openenvs_swarm_provider_runs_our_image(stack, provider_network, demo_catalog, say):
+    """OpenEnv's DockerSwarmProvider as an OpenEnv user calls it: `docker service create
+    --publish PORT:8000` (Swarm's routing mesh), then /health through that port."""
+    provider = DockerSwarmProvider(overlay_network=provider_network)
+    services_before = set(docker("service", "ls", "--format", "{{.Name}}").split())
+    started = time.monotonic()
+    url = provider.start_container(IMAGE, replicas=2, memory_limit="1g")
+    balancer = None
+    try:
+        (service,) = set(docker("service", "ls", "--format", "{{.Name}}").split()) - services_before
+        label = f"label=com.docker.swarm.service.name={service}"
+        # Swarm routes to a replica only once its health check has passed, and the provider
+        # waits 30 s: the image checks every few seconds, so the first check is not the 30th.
+        interval_ns = docker(
+            "image", "inspect", "--format", "{{json .Config.Healthcheck.Interval}}", IMAGE
+        )
+        assert int(interval_ns) <= 5e9
+        while time.monotonic() - started < 120:
+            states = docker("ps", "--filter", label, "--format", "{{.Status}}").splitlines()
+            if len(states) == 2 and all("(healthy)" in state for state in states):
+                break
+            time.sleep(0.5)
+        healthy_s = time.monotonic() - started
+        try:
+            provider.wait_for_ready(url, timeout_s=5)
+            mesh = "answered"
+        except TimeoutError:
+            mesh = "did not answer (no routing mesh on this machine)"
+        # What the routing mesh gives a cluster user: each connection to a healthy replica,
+        # a WebSocket session staying on its own. Here a balancer on the provider's network
+        # does that, finding the replicas by DNS, on a loopback port.
+        balancer = Container.run(
+            BALANCER,
+            "--network", provider_network,
+            "--env", f"OPENENV_REPLICAS=tasks.{service}",
+        )  # fmt: skip
+        balancer.wait_until_healthy("/health", timeout_s=30)
+        question = demo_catalog.questions()[0]
+        texts = asyncio.run(play_gold_episode(balancer.url, question))
+        assert texts[-1] == "Correct. The episode is over."
+    finally:
+        if balancer is not None:
+            balancer.stop()
+        provider.stop_container()
+    say(
+        f"DockerSwarmProvider: 2 replicas of {IMAGE} healthy {healthy_s:.0f} s after "
+        f"start_container; its published {url} {mesh}; through the replicas' DNS the typed "
+        f"client played {question.id}: {texts[-1]!r}"
     )
