@@ -11,7 +11,6 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import ExitStack
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,11 +21,8 @@ from a2a.utils.errors import A2AError
 
 from env_core.command_line import CommandError
 from env_core.settings import Settings
-from evals.cli import episode_count
 from evals.green import a2a
 from evals.local_server import LocalServer
-
-TOKEN_VARIABLE = "SQLENV_ASSESSMENT_TOKEN"
 
 
 def run_assess(args: argparse.Namespace) -> int:
@@ -96,29 +92,6 @@ async def assess(green_url: str, request: dict[str, Any], token: str | None) -> 
     if final is None:
         raise CommandError(f"the green agent at {green_url} answered with no assessment task")
     return final
-
-
-def add_assess_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--green", metavar="URL", help="a running green agent (default: start one)")
-    who = parser.add_mutually_exclusive_group(required=True)
-    who.add_argument("--participant", metavar="URL", help="the A2A agent to assess")
-    who.add_argument(
-        "--policy",
-        choices=("oracle", "random"),
-        help="assess our reference participant with this policy, started here",
-    )
-    parser.add_argument("--episodes", default=5, type=episode_count, help="'all' or N (5)")
-    parser.add_argument("--seed", type=int, default=0, help="the episode plan's seed (0)")
-    parser.add_argument(
-        "--episode-timeout", type=float, metavar="SECONDS", help="per episode (the agent's: 300)"
-    )
-    parser.add_argument(
-        "--token-env",
-        default=TOKEN_VARIABLE,
-        metavar="NAME",
-        help=f"the variable holding the green agent's token, if it needs one ({TOKEN_VARIABLE})",
-    )
-    parser.add_argument("--out", type=Path, help="write the result (config, summary) as JSON")
 
 
 async def _refusals_said(green_url: str, events: AsyncIterator[Task | Message]):

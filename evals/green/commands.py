@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from env_core.asgi import listening_socket
 from env_core.extras import require_extra
 from env_core.settings import ASSESSMENT_GROUP, GROUPS, Settings, add_arguments, argument_type
-from evals.cli import POLICIES, add_llm_arguments, build_policy
+from evals.cli import POLICIES, add_llm_arguments, build_policy, episode_count
 from evals.green.origins import origin_of
 
 A2A_PROTOCOL = "A2A protocols 1.0 and 0.3.0"
+TOKEN_VARIABLE = "SQLENV_ASSESSMENT_TOKEN"
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -83,8 +85,6 @@ def register_assess(commands: argparse._SubParsersAction) -> None:
         "started here), show its progress as it comes and print its summary. Exit status 1 "
         f"when the assessment did not complete ({A2A_PROTOCOL}).",
     )
-    from evals.green.assess import add_assess_arguments
-
     add_assess_arguments(assess)
     add_arguments(assess, groups=("data", "episodes"))
     assess.set_defaults(run=run_assess, command="sqlenv assess")
@@ -95,6 +95,29 @@ def run_assess(args: argparse.Namespace) -> int:
     from evals.green.assess import run_assess
 
     return run_assess(args)
+
+
+def add_assess_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--green", metavar="URL", help="a running green agent (default: start one)")
+    who = parser.add_mutually_exclusive_group(required=True)
+    who.add_argument("--participant", metavar="URL", help="the A2A agent to assess")
+    who.add_argument(
+        "--policy",
+        choices=("oracle", "random"),
+        help="assess our reference participant with this policy, started here",
+    )
+    parser.add_argument("--episodes", default=5, type=episode_count, help="'all' or N (5)")
+    parser.add_argument("--seed", type=int, default=0, help="the episode plan's seed (0)")
+    parser.add_argument(
+        "--episode-timeout", type=float, metavar="SECONDS", help="per episode (the agent's: 300)"
+    )
+    parser.add_argument(
+        "--token-env",
+        default=TOKEN_VARIABLE,
+        metavar="NAME",
+        help=f"the variable holding the green agent's token, if it needs one ({TOKEN_VARIABLE})",
+    )
+    parser.add_argument("--out", type=Path, help="write the result (config, summary) as JSON")
 
 
 def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
