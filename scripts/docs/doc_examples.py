@@ -4,8 +4,9 @@ the program prints now (`cog --check`); `make docs-update` rewrites the pages.
 
 Commands run in a fresh folder as from a clone's root: `spider` there is the Spider data
 (`../shared/data/spider` beside this repository), `docs` is this repository's `docs/`, run
-folders land in `runs/`, and the catalog cache is the folder's own, so every check starts
-cold and the same. Settings variables are cleared, so defaults are the defaults.
+folders land in `runs/`, and the catalog cache and the run folders' keys are the folder's own,
+so every check starts cold and the same. Settings variables are cleared, so defaults are the
+defaults.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def environment() -> dict[str, str]:
         # The catalog cache goes to the folder's own cache without a setting that would show
         # in help texts and `sqlenv settings`.
         "XDG_CACHE_HOME": str(workdir() / "cache"),
+        "XDG_STATE_HOME": str(workdir() / "state"),  # the run folders' keys
         "HF_HUB_OFFLINE": "1",
     }
 
