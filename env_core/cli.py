@@ -16,11 +16,9 @@ from env_core.command_line import CommandParser, run_main
 from env_core.demo import resolve_data_dir
 from env_core.episode import Episode, ToolResult
 from env_core.factory import open_sessions
+from env_core.layouts import in_difficulty_order
 from env_core.oracle import play_oracle
 from env_core.settings import OPTIONS, Settings, add_arguments, shown_value
-
-HARDNESS_ORDER = ("easy", "medium", "hard", "extra")
-BIRD_DIFFICULTY_ORDER = ("simple", "moderate", "challenging")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,13 +137,12 @@ def run_check(args: argparse.Namespace) -> int:
 def split_report(split: Split) -> str:
     kept, excluded = len(split.questions), len(split.excluded)
     labels = Counter(q.hardness for q in split.questions)
-    known = (*HARDNESS_ORDER, *BIRD_DIFFICULTY_ORDER)
-    order = [*known, *sorted(set(labels) - set(known))]
+    order = in_difficulty_order(labels)
     kinds = Counter(q.kind for q in split.questions)
     lines = [
         f"split {split.name} ({split.source.name}): {kept + excluded} questions, "
         f"{kept} kept, {excluded} excluded",
-        "  kept by hardness: " + ", ".join(f"{h} {labels[h]}" for h in order if labels[h]),
+        "  kept by hardness: " + ", ".join(f"{h} {labels[h]}" for h in order),
         "  kept by answer kind: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())),
         f"  ordered answers: {sum(q.gold.ordered for q in split.questions)}",
     ]

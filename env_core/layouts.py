@@ -27,6 +27,8 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +37,8 @@ from env_core.errors import DataError
 ColumnNotes = dict[str, dict[str, str]]
 log = logging.getLogger(__name__)
 
+SPIDER_HARDNESS = ("easy", "medium", "hard", "extra")
+DIFFICULTY_LEVELS = (*SPIDER_HARDNESS, "simple", "moderate", "challenging")
 SPIDER_SPLIT_ALIASES = {"dev": ("dev",), "train": ("train_spider", "train_spider_min")}
 MAX_QUESTION_FILE_BYTES = 512 * 1024 * 1024
 MAX_DESCRIPTION_FILE_BYTES = 1024 * 1024
@@ -42,6 +46,19 @@ MAX_NOTE_CHARS = 200
 MAX_DOCUMENT_CHARS = 8_000
 SPIDER2_LITE_QUESTIONS = "spider2-lite.jsonl"
 _OWN_DATABASE_SUFFIXES = (".sqlite", ".db")
+
+
+def in_difficulty_order(labels: Iterable[str]) -> list[str]:
+    """Labels in their dataset's order: Spider's hardness, BIRD's difficulty, then any other
+    (Spider-DK's "type N") with its numbers compared as numbers."""
+    known = {level: rank for rank, level in enumerate(DIFFICULTY_LEVELS)}
+
+    def rank(label: str) -> tuple:
+        if label in known:
+            return (0, known[label])
+        return (1, [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", label)])
+
+    return sorted(set(labels), key=rank)
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,10 @@ from dataclasses import asdict, dataclass
 from statistics import mean
 from typing import Any
 
+from env_core.layouts import SPIDER_HARDNESS, in_difficulty_order
 from evals.play import EpisodeRecord
 
-HARDNESS_LEVELS = ("easy", "medium", "hard", "extra")
-# Each dataset's own labels, in their order: BIRD's difficulty; others (Spider-DK's "type N")
-# follow sorted.
-DIFFICULTY_LEVELS = (*HARDNESS_LEVELS, "simple", "moderate", "challenging")
+HARDNESS_LEVELS = SPIDER_HARDNESS
 Z_95 = 1.959963984540054
 
 
@@ -94,5 +92,4 @@ class Summary:
 def _levels(records: Sequence[EpisodeRecord]) -> list[str]:
     """Spider's hardness levels, then every other difficulty label the records carry."""
     others = {r.hardness for r in records} - set(HARDNESS_LEVELS)
-    known = [level for level in DIFFICULTY_LEVELS if level in others]
-    return [*HARDNESS_LEVELS, *known, *sorted(others - set(known))]
+    return [*HARDNESS_LEVELS, *in_difficulty_order(others)]

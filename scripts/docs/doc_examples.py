@@ -2,11 +2,11 @@
 returns what it printed as a Markdown block. `make docs` fails when a page differs from what
 the program prints now (`cog --check`); `make docs-update` rewrites the pages.
 
-Commands run in a fresh folder as from a clone's root: `spider` there is the Spider data
-(`../shared/data/spider` beside this repository), `docs` is this repository's `docs/`, run
-folders land in `runs/`, and the catalog cache and the run folders' keys are the folder's own,
-so every check starts cold and the same. Settings variables are cleared, so defaults are the
-defaults.
+Commands run in a fresh folder as from a clone's root: `spider`, `spider-syn` and `spider-dk`
+there are those datasets (`../shared/data/<name>` beside this repository), `docs` and `scripts`
+are this repository's, run folders land in `runs/`, and the catalog cache and the run folders'
+keys are the folder's own, so every check starts cold and the same. Settings variables are
+cleared, so defaults are the defaults.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SPIDER = (REPO / ".." / "shared" / "data" / "spider").resolve()
+ROBUSTNESS_VARIANTS = (SPIDER.with_name("spider-syn"), SPIDER.with_name("spider-dk"))
 BIN = Path(sys.executable).parent
 # Random per run: shown masked, and said so where they appear.
 EPISODE_ID = (re.compile(r"\b[0-9a-f]{32}\b"), "<episode-id>")
@@ -43,9 +44,11 @@ PORT = (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:8000")
 def workdir() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="sqlenv-docs-"))
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    (folder / "docs").symlink_to(REPO / "docs")
-    if SPIDER.is_dir():
-        (folder / "spider").symlink_to(SPIDER)
+    for name in ("docs", "scripts"):
+        (folder / name).symlink_to(REPO / name)
+    for data in (SPIDER, *ROBUSTNESS_VARIANTS):
+        if data.is_dir():
+            (folder / data.name).symlink_to(data)
     return folder
 
 
