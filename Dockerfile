@@ -39,4 +39,4 @@ EXPOSE 8000
 # traffic only once a check has passed.
 HEALTHCHECK --interval=5s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request as r\nfor path in ('/health', '/healthz'):\n    try:\n        r.urlopen('http://127.0.0.1:8000' + path, timeout=4)\n        sys.exit(0)\n    except OSError:\n        pass\nsys.exit(1)"]
-CMD ["python", "-m", "adapters.openenv.server", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["python", "-m", "adapters.commands", "--host", "0.0.0.0", "--port", "8000"]

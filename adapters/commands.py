@@ -4,17 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from env_core.asgi import listening_socket
 from env_core.command_line import CommandParser, run_main
 from env_core.settings import Settings, add_arguments
-
-
-def web_enabled() -> bool:
-    """OpenEnv's own switch for the /web page."""
-    return os.environ.get("ENABLE_WEB_INTERFACE", "").lower() in ("1", "true", "yes")
 
 
 def openenv_parser() -> argparse.ArgumentParser:
@@ -26,8 +20,7 @@ def openenv_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--web",
         action="store_true",
-        default=web_enabled(),
-        help="serve the /web page too (default: $ENABLE_WEB_INTERFACE)",
+        help="serve the /web page too (also with ENABLE_WEB_INTERFACE=true, OpenEnv's switch)",
     )
     add_arguments(parser)
     return parser

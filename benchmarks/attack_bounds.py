@@ -46,7 +46,7 @@ UNINTERRUPTIBLE_ROW = (
 )
 SERVERS = {
     "mcp": (["sqlenv_mcp", "--transport", "http"], "/healthz"),
-    "openenv": (["adapters.openenv.server"], "/health"),
+    "openenv": (["adapters.commands"], "/health"),
 }
 Attack = Callable[[str], Awaitable[str]]  # one attack on the server at this URL -> outcome
 

@@ -231,7 +231,7 @@ def running(command: list[str], health: str = "/health") -> Iterator[Server]:
 
 def ours(args: argparse.Namespace, sessions: int, max_steps: int = 15) -> list[str]:
     return [
-        *(sys.executable, "-m", "adapters.openenv.server", "--data-dir", args.data_dir),
+        *(sys.executable, "-m", "adapters.commands", "--data-dir", args.data_dir),
         *("--split", args.split, "--max-episodes", str(sessions)),
         # One client (this one) runs every session.
         *("--max-connections-per-client", str(sessions)),

@@ -169,7 +169,7 @@ class Replicas:
         commands = {}
         for index in range(1, self.count + 1):
             commands[f"openenv-{index}"] = (
-                [python, "-m", "adapters.openenv.server", *flags],
+                [python, "-m", "adapters.commands", *flags],
                 "/health",
                 "/stats",
             )

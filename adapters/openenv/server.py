@@ -29,7 +29,6 @@ from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservatio
 from openenv.core.env_server.types import ConcurrencyConfig, HealthResponse, HealthStatus
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from adapters.commands import openenv, web_enabled
 from adapters.openenv.echoes import brief_detail, brief_errors
 from adapters.openenv.environment import SQLExploreEnvironment
 from adapters.openenv.guard import RequestGuard
@@ -148,6 +147,11 @@ def serve_health(app: FastAPI, unavailable: Callable[[], str | None]) -> None:
         return JSONResponse(body, status_code=503)
 
 
+def web_enabled() -> bool:
+    """OpenEnv's own switch for the /web page."""
+    return os.environ.get("ENABLE_WEB_INTERFACE", "").lower() in ("1", "true", "yes")
+
+
 def serve(settings: Settings, listener: socket.socket, web: bool = False) -> None:
     """Serve on the listening socket, with `/web` if asked (`adapters.commands.openenv`)."""
     if web:
@@ -158,10 +162,6 @@ def serve(settings: Settings, listener: socket.socket, web: bool = False) -> Non
     app = build_app(settings)
     tune_for_serving()
     stop_with_parent()
-    url = f"http://{settings.host}:{settings.port}" + (" (and /web)" if web else "")
+    url = f"http://{settings.host}:{settings.port}" + (" (and /web)" if web_enabled() else "")
     print(f"sqlenv-openenv: serving OpenEnv at {url}", file=sys.stderr, flush=True)
     serve_http(app, listener, settings, settings.log_level, **WEBSOCKET_OPTIONS)
-
-
-if __name__ == "__main__":
-    sys.exit(openenv())

@@ -36,7 +36,7 @@ class OpenEnvDoor:
             check_same_catalog(url, served, self.catalog, spec.settings.split)
             check_same_episodes(url, served, spec.settings)
         else:
-            command = [sys.executable, "-m", "adapters.openenv.server"]
+            command = [sys.executable, "-m", "adapters.commands"]
             self._server = LocalServer(command + spec.server_arguments(), "/health")
             url = self._server.url
         self._url = url

@@ -26,7 +26,6 @@ ALIASES = {
     "env_core.cli": "sqlenv",
     "sqlenv_mcp": "sqlenv-mcp",
     "adapters.commands": "sqlenv-openenv",
-    "adapters.openenv.server": "sqlenv-openenv",
 }
 
 

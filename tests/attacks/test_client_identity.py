@@ -25,7 +25,7 @@ from evals.local_server import LocalServer
 
 SOCKETS = 4
 MCP = (["sqlenv_mcp", "--transport", "http"], "/healthz")
-OPENENV = (["adapters.openenv.server"], "/health")
+OPENENV = (["adapters.commands"], "/health")
 A2A = (["env_core.cli", "purple", "--policy", "random"], "/.well-known/agent-card.json")
 
 

@@ -66,7 +66,7 @@ def mcp_server(cache_dir):
 
 @pytest.fixture
 def openenv_server(cache_dir):
-    server = serve(["adapters.openenv.server"], "/health", *FAIR_USE)
+    server = serve(["adapters.commands"], "/health", *FAIR_USE)
     yield server
     server.stop()
 

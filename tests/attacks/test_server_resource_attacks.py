@@ -29,7 +29,7 @@ CALL_BOUND_MIB = MEMORY_MB + HEADROOM_BYTES // MIB + 40
 NORMAL_SQL = "SELECT count(*) FROM singer ORDER BY 1"
 COMMANDS = {
     "mcp": (["-m", "sqlenv_mcp", "--transport", "http"], "/healthz"),
-    "openenv": (["-m", "adapters.openenv.server"], "/health"),
+    "openenv": (["-m", "adapters.commands"], "/health"),
 }
 
 

@@ -28,7 +28,7 @@ DOORS = {
         "/healthz",
         "unavailable",
     ),
-    "openenv": (["adapters.openenv.server"], "/health", "unhealthy"),
+    "openenv": (["adapters.commands"], "/health", "unhealthy"),
 }
 # Sorted, so only a worker runs it the first time (see env_core.programs).
 SQL = "SELECT count(*) FROM books ORDER BY 1"

@@ -13,7 +13,7 @@ from env_core.cli import main as sqlenv
 from evals.local_server import LocalServer
 
 SERVERS = {
-    "openenv": (["adapters.openenv.server"], "/health"),
+    "openenv": (["adapters.commands"], "/health"),
     "mcp-http": (["sqlenv_mcp", "--transport", "http"], "/healthz"),
 }
 
