@@ -24,6 +24,7 @@ import httpx
 STACK_FILE = Path(__file__).with_name("swarm") / "stack.yml"
 BALANCER_DOCKERFILE = Path(__file__).with_name("swarm") / "balancer.Dockerfile"
 KINDS = ("openenv", "mcp")
+GATEWAY_BRIDGE = "docker_gwbridge"
 _TOTALS = {"FRONTEND", "BACKEND"}
 
 
@@ -147,6 +148,10 @@ class SwarmStack:
             time.sleep(0.5)
         if self.swarm_initialised_here:
             docker("swarm", "leave", "--force")
+            # The swarm's bridge to the node's network, made with its first container: leaving
+            # keeps it.
+            if docker("network", "ls", "--quiet", "--filter", f"name=^{GATEWAY_BRIDGE}$"):
+                docker("network", "rm", GATEWAY_BRIDGE)
             self.swarm_initialised_here = False
 
     def _join_swarm(self) -> None:

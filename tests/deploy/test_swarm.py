@@ -15,10 +15,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 import httpx
 import pytest
+from adversarial import cte_chain
 from docker_host import REPOSITORY, Container, docker_daemon
 from openenv.core.containers.runtime.providers import DockerSwarmProvider
 from test_image import IMAGE, SPLIT
@@ -104,6 +106,43 @@ def test_scaling_to_three_replicas_while_clients_play(stack, dev_door_spec, say)
     say(
         f"scaled 1 -> 3 replicas of each in {scaled_s:.0f} s while 4 clients played "
         f"{len(records)} episodes, all correct; new MCP sessions went to {sorted(homes)}"
+    )
+
+
+def memory_peak_mib(container: str) -> float:
+    """The most memory the container's processes have used together (cgroup v1), in MiB."""
+    read = "cat /sys/fs/cgroup/memory/memory.max_usage_in_bytes"
+    return int(docker("exec", container, "sh", "-c", read)) / 2**20
+
+
+def test_worst_queries_stop_at_the_workers_caps_inside_each_replicas_limit(stack, say):
+    """Four statements that would take gigabytes on each replica at once (its four SQL
+    workers): each is stopped (its worker's memory cap, or its deadline on a busy machine),
+    and every replica stays within its 1 GiB."""
+    if len(stack.containers("mcp")) != 3:
+        stack.scale(3)
+    containers = stack.containers("mcp")
+    with httpx.Client(timeout=60) as client:
+        sessions = [open_mcp_session(client, stack.mcp_url)[0] for _ in range(12)]
+        for session in sessions:
+            assert mcp_call(client, stack.mcp_url, session, "start_episode", {}).status_code == 200
+
+        def heavy(session: str) -> str:
+            sql = {"sql": cte_chain(24)}
+            return mcp_call(client, stack.mcp_url, session, "query", sql).text
+
+        with ThreadPoolExecutor(len(sessions)) as pool:
+            answers = list(pool.map(heavy, sessions))
+    stopped = [a for a in answers if "MiB of memory a query" in a or "s time limit" in a]
+    assert stopped == answers, [answer[:300] for answer in answers if answer not in stopped]
+    by_memory = sum("MiB of memory" in answer for answer in answers)
+    peaks = [memory_peak_mib(container) for container in containers]
+    assert stack.containers("mcp") == containers  # none was killed or replaced
+    assert max(peaks) < 1024, peaks
+    say(
+        f"12 statements of 2**24 reads, 4 on each MCP replica at once: all stopped, {by_memory} "
+        f"at the workers' 64 MiB caps, the rest at their deadline; replicas' memory peaks "
+        f"{', '.join(f'{peak:.0f}' for peak in peaks)} MiB of their 1,024"
     )
 
 
