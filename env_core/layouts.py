@@ -322,24 +322,21 @@ def _spider_record(row: dict) -> QuestionRecord:
 
 
 def _bird_record(row: dict) -> QuestionRecord:
-    if not isinstance(row, dict):
-        raise TypeError("a record must be a JSON object")
-    return QuestionRecord(
-        _text(row, "db_id"),
-        _text(row, "question"),
-        _text(row, "SQL"),
-        _text(row, "evidence", required=False).strip(),
-        _text(row, "difficulty", required=False) or None,
-    )
+    return _record_with_evidence(row, "SQL")
 
 
 def _own_record(row: dict) -> QuestionRecord:
+    return _record_with_evidence(row, "sql")
+
+
+def _record_with_evidence(row: dict, sql_key: str) -> QuestionRecord:
+    """A record with optional evidence and difficulty; its gold SQL under `sql_key`."""
     if not isinstance(row, dict):
         raise TypeError("a record must be a JSON object")
     return QuestionRecord(
         _text(row, "db_id"),
         _text(row, "question"),
-        _text(row, "sql"),
+        _text(row, sql_key),
         _text(row, "evidence", required=False).strip(),
         _text(row, "difficulty", required=False) or None,
     )
