@@ -31,7 +31,7 @@ setup: $(VENV)/.serve
 setup-all: $(VENV)/.all
 
 run: setup
-	$(BIN)/sqlenv-mcp --transport http
+	$(BIN)/sqlenv-mcp --transport http --route-by-episode-id
 
 test: setup-all node_modules/.package-lock.json
 	scripts/install-browser.sh
