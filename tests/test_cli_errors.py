@@ -159,6 +159,9 @@ def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
         "green port in use": Case(
             [*sqlenv, "green", "--port", str(busy_port)], "address already in use"
         ),
+        "green unknown split": Case(
+            [*sqlenv, "green", "--split", "nosuch"], "no question file for split 'nosuch'"
+        ),
         "purple without a policy": Case(
             [*sqlenv, "purple"], "the following arguments are required: --policy"
         ),

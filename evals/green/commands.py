@@ -130,9 +130,11 @@ def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_green(args: argparse.Namespace) -> int:
     require_extra("green", "sqlenv green")
+    from env_core.factory import check_split
     from evals.green.green_agent import green_app
 
     settings = Settings.from_arguments(args)
+    check_split(settings)
     card_url = card_url_of(args, settings)
     serve(green_app(settings, card_url, tuple(args.allowed_host)), settings, "green", card_url)
     return 0
