@@ -51,6 +51,7 @@ def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
         "mcp db and data dir": Case(
             [*mcp, "--db", str(a_file), "--data-dir", missing], "--db serves your own files"
         ),
+        "mcp empty db": Case([*mcp, "--db", ""], "argument --db: an empty path names no database"),
         "mcp missing db": Case([*mcp, "--db", missing], "no such file or folder"),
         "mcp port in use": Case(
             [*mcp, "--transport", "http", "--port", str(busy_port)], "address already in use"
