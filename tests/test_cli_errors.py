@@ -102,6 +102,11 @@ def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
             [*evaluation("oracle", "openenv"), "--door", "openenv", "--url", dead_url],
             f"cannot reach the OpenEnv server at {dead_url}",
         ),
+        "eval unresolvable mcp host": Case(
+            [*evaluation("oracle", "host"), "--door", "mcp-http", "--url", "http://nosuch.invalid"],
+            "cannot reach the MCP server at http://nosuch.invalid: cannot resolve the host "
+            "nosuch.invalid",
+        ),
         "eval url without a server door": Case(
             [*evaluation("oracle", "url"), "--url", dead_url],
             "--url goes with --door mcp-http or openenv",
