@@ -101,3 +101,10 @@ def test_a_warning_is_a_line_of_the_command_not_a_logger_record(tmp_path):
     )
     warnings = played.stderr.strip().splitlines()
     assert warnings and all(line.startswith("sqlenv play: cannot ") for line in warnings), warnings
+
+
+def test_eval_says_so_while_it_starts_a_server_of_its_own(tmp_path, cache_dir):
+    run = ["eval", "--policy", "oracle", "--episodes", "1", "--no-progress"]
+    result = sqlenv(*run, "--door", "openenv", "--out", str(tmp_path / "run"), cache_dir=cache_dir)
+    first = result.stderr.splitlines()[0]
+    assert first == "sqlenv eval: starting sqlenv-openenv on a free port ..."
