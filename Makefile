@@ -2,6 +2,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip install --quiet
+# setuptools boxes a warning about folders named like the packages into every editable install's
+# output; here those folders are the packages.
+EDITABLE := PYTHONWARNINGS='ignore:Editable installation' $(PIP) -e
 # The CPU build of PyTorch must be installed before the training extras, or they pull a CUDA build.
 TORCH := torch==2.13.0
 
@@ -14,12 +17,12 @@ $(BIN)/python:
 
 # Serving the MCP tools needs the package alone; the tests need every extra.
 $(VENV)/.serve: pyproject.toml | $(BIN)/python
-	$(PIP) -e .
+	$(EDITABLE) .
 	touch $@
 
 $(VENV)/.all: pyproject.toml $(VENV)/.serve
 	$(PIP) $(TORCH)
-	$(PIP) -e '.[openenv,train,eval,green,dev,docs]'
+	$(EDITABLE) '.[openenv,train,eval,green,dev,docs]'
 	touch $@
 
 # The MCP Inspector (Node) that the tests drive in CLI mode.
@@ -31,7 +34,7 @@ setup: $(VENV)/.serve
 setup-all: $(VENV)/.all
 
 run: setup
-	$(BIN)/sqlenv-mcp --transport http
+	$(BIN)/sqlenv-mcp --transport http --route-by-episode-id
 
 test: setup-all node_modules/.package-lock.json
 	scripts/install-browser.sh
@@ -76,7 +79,7 @@ format: setup-all
 	$(BIN)/ruff format .
 
 bench: setup-all
-	$(PIP) -e '.[bench]'
+	$(EDITABLE) '.[bench]'
 	$(BIN)/python benchmarks/bench_engine.py --data-dir ../shared/data/spider
 	$(BIN)/python benchmarks/bench_mcp.py --data-dir ../shared/data/spider
 	$(BIN)/python benchmarks/bench_openenv.py --data-dir ../shared/data/spider

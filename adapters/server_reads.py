@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import socket
 from typing import Any
 
 import httpx
@@ -40,8 +41,8 @@ def fetch(
             return thread.submit(asyncio.run, reading).result()
     except TimeoutError:
         reason = f"no complete answer within {deadline_s:g} s"
-    except httpx.ConnectError:
-        reason = "connection refused"
+    except httpx.ConnectError as error:
+        reason = _connect_failure(error, url)
     except httpx.HTTPError as error:
         reason = str(error) or type(error).__name__
     except _TooLarge:
@@ -50,6 +51,15 @@ def fetch(
             f"is that URL the {what}?"
         ) from None
     raise ServerError(f"cannot reach the {what} at {url}: {reason}")
+
+
+def _connect_failure(error: BaseException, url: str) -> str:
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, socket.gaierror):
+            return f"cannot resolve the host {httpx.URL(url).host}"
+        cause = cause.__cause__ or cause.__context__
+    return "connection refused"
 
 
 def get_json(url: str, path: str, what: str, **bounds: Any) -> dict[str, Any]:

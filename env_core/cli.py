@@ -16,7 +16,7 @@ from env_core.command_line import CommandParser, run_main
 from env_core.demo import resolve_data_dir
 from env_core.episode import Episode, ToolResult
 from env_core.factory import open_sessions
-from env_core.layouts import in_difficulty_order
+from env_core.layouts import detect_layout, in_difficulty_order
 from env_core.oracle import play_oracle
 from env_core.settings import OPTIONS, Settings, add_arguments, shown_value
 
@@ -105,15 +105,20 @@ def run_prepare(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(settings.data_dir, cache_dir)
     databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
     splits = list(question_files(data_dir, databases_dir)) if args.all_splits else [settings.split]
-    load = functools.partial(Catalog.load, data_dir, splits, cache_dir=cache_dir)
-    catalog = load(refresh=args.refresh, databases_dir=databases_dir)
-    print(f"data: {data_dir} ({catalog.layout.dataset} layout)")
-    for split in catalog.splits.values():
-        print(split_report(split))
-    first = sum(split.load_seconds for split in catalog.splits.values())
-    warm = load(databases_dir=databases_dir)
+    load = functools.partial(
+        Catalog.load, data_dir, cache_dir=cache_dir, databases_dir=databases_dir
+    )
+    layout = detect_layout(data_dir, databases_dir)
+    print(f"data: {data_dir} ({layout.dataset} layout)", flush=True)
+    prepared = []
+    for name in splits:  # one at a time, each reported as soon as it is ready
+        split = load([name], refresh=args.refresh).splits[name]
+        print(split_report(split), flush=True)
+        prepared.append(split)
+    first = sum(split.load_seconds for split in prepared)
+    warm = load(splits)
     second = sum(split.load_seconds for split in warm.splits.values())
-    was_cold = not all(split.from_cache for split in catalog.splits.values())
+    was_cold = not all(split.from_cache for split in prepared)
     label = "cold start (gold queries run)" if was_cold else "start (from cache)"
     print(f"{label}: {first:.2f} s; warm start: {second:.3f} s ({first / second:.0f}x faster)")
     return 0

@@ -8,6 +8,7 @@ from typing import Any
 from env_core.catalog import Catalog
 from env_core.demo import resolve_data_dir
 from env_core.errors import DataError
+from env_core.layouts import detect_layout
 from env_core.sessions import SessionConfig, SessionManager
 from env_core.settings import Settings
 
@@ -42,6 +43,18 @@ def load_catalog(settings: Settings, splits: list[str] | None = None) -> Catalog
         splits or [settings.split],
         cache_dir=cache_dir,
         limits=limits,
-        databases_dir=Path(settings.databases_dir) if settings.databases_dir else None,
+        databases_dir=_databases_dir(settings),
         evidence=settings.evidence,
     )
+
+
+def check_split(settings: Settings) -> None:
+    """`DataError` listing the splits there are unless the settings' split has a question
+    file; for a server that loads a split's catalog only when a request asks for it."""
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
+    root = resolve_data_dir(settings.data_dir, cache_dir)
+    detect_layout(root, _databases_dir(settings)).question_file(settings.split)
+
+
+def _databases_dir(settings: Settings) -> Path | None:
+    return Path(settings.databases_dir) if settings.databases_dir else None

@@ -363,18 +363,28 @@ OPTIONS_BY_FIELD = {option.field: option for option in OPTIONS}
 _DEFAULTS = {field.name: field.default for field in fields(Settings)}
 if set(OPTIONS_BY_FIELD) != set(_DEFAULTS):
     raise RuntimeError("every setting needs exactly one option")
+# Servers that run side by side on one machine listen on ports of their own by default: a
+# green agent and the participant it assesses.
+COMMAND_DEFAULTS: dict[str, dict[str, Any]] = {
+    "sqlenv green": {"port": 9009},
+    "sqlenv purple": {"port": 9019},
+}
 
 
 def add_arguments(
-    parser: argparse.ArgumentParser, groups: Iterable[str] = GROUPS, without: Iterable[str] = ()
+    parser: argparse.ArgumentParser,
+    groups: Iterable[str] = GROUPS,
+    without: Iterable[str] = (),
+    command: str | None = None,
 ) -> None:
     """The flags of the given groups (less the settings named in `without`, by field), their
-    defaults read from the environment."""
+    defaults read from the environment, else `command`'s own (`COMMAND_DEFAULTS`)."""
     left_out = set(without)
+    own = COMMAND_DEFAULTS.get(command or "", {})
     for group_name in groups:
         group = parser.add_argument_group(f"{group_name} settings")
         for option in (o for o in OPTIONS if o.group == group_name and o.field not in left_out):
-            default = _parser_default(option)
+            default = _parser_default(option, own)
             listed = option.shown_default if default is None else shown_value(default)
             help_text = f"{option.help} (default: {listed}; ${option.variable})"
             if option.parse is _switch:
@@ -397,15 +407,16 @@ def add_arguments(
             )
 
 
-def _parser_default(option: Option) -> Any:
-    """A flag's default: its variable's value, else the setting's default. A bad variable is
+def _parser_default(option: Option, own: Mapping[str, Any]) -> Any:
+    """A flag's default: its variable's value, else the command's `own` default, else the
+    setting's default. A bad variable is
     left to the command that reads its settings (`Settings.from_environment`) to report, so
     that it is reported once, under that command's name, and `--help` still works."""
     text = os.environ.get(option.variable)
     if text is not None:
         with contextlib.suppress(ValueError):
             return _parsed(option, text, option.variable)
-    return _DEFAULTS[option.field]
+    return own.get(option.field, _DEFAULTS[option.field])
 
 
 def shown_value(value: object) -> str:

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from evals.policy import Policy
 
 POLICIES = ("oracle", "random", "openai", "hf")
-SERVER_DOORS = ("mcp-http", "openenv")
+# The doors that take --url, and the server each starts on a free port without one.
+SERVER_DOORS = {"mcp-http": "sqlenv-mcp --transport http", "openenv": "sqlenv-openenv"}
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -198,6 +199,10 @@ def run_eval(args: argparse.Namespace) -> int:
 
     spec = DoorSpec(args.door, Settings.from_arguments(args), args.url)
     policy = build_policy(args)
+    if args.door in SERVER_DOORS and args.url is None:
+        # Its catalog and libraries load for seconds before the first episode's progress.
+        started = SERVER_DOORS[args.door]
+        print(f"{args.command}: starting {started} on a free port ...", file=sys.stderr, flush=True)
     door = open_door(spec)
     try:
         kept = len(door.catalog.questions(spec.settings.split))

@@ -51,7 +51,10 @@ def success_by_hardness(runs: Sequence[Run], axes) -> None:
         rates = np.array([100 * s.success.rate if s.episodes else np.nan for s in summaries])
         below = np.nan_to_num(rates - np.array([100 * s.success.low for s in summaries]))
         above = np.nan_to_num(np.array([100 * s.success.high for s in summaries]) - rates)
-        axes.bar(x + offset, rates, width, yerr=[below, above], capsize=3, label=run.label)
+        bars = axes.bar(x + offset, rates, width, yerr=[below, above], capsize=3, label=run.label)
+        # Labelled with its rate, a 0% bar is seen as one rather than as no bar.
+        labels = ["" if np.isnan(rate) else f"{rate:.0f}%" for rate in rates]
+        axes.bar_label(bars, labels, fontsize="x-small", padding=2)
     counts = [run.summary.overall.episodes] + [
         runs[0].summary.by_hardness[h].episodes for h in HARDNESS_LEVELS
     ]

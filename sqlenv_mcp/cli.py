@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--db",
-        type=Path,
+        type=database_path,
         help="explorer mode: a SQLite file, or a folder of them, served read-only without "
         "questions or grading",
     )
@@ -89,6 +89,12 @@ def question_ids(text: str) -> tuple[str, ...]:
     if not ids:
         raise argparse.ArgumentTypeError("give one question id or more, such as dev:12")
     return ids
+
+
+def database_path(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path names no database; give a file or folder")
+    return Path(text)
 
 
 @dataclass(frozen=True)

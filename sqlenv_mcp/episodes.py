@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from env_core import contract
 from env_core.episode import Episode, refusal
@@ -51,6 +51,13 @@ STARTING = ToolAnnotations(readOnlyHint=False, idempotentHint=False, openWorldHi
 ENDING = ToolAnnotations(
     readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
 )
+# Declared an integer, not integer-or-null, so that a host which converts typed arguments (the
+# MCP Inspector's --tool-arg seed=3) sends a number; omitting it is how a host says "none".
+SEED = Annotated[
+    int | None,
+    Field(ge=0, description="Seed for the random choice."),
+    WithJsonSchema({"type": "integer", "minimum": 0}),
+]
 EPISODE_ID = Annotated[
     str | None,
     Field(description="Episode to act on; omit to use this connection's current episode."),
@@ -284,7 +291,7 @@ def tool_declarations(specs: dict[str, ToolSpec]) -> dict[str, Callable[..., Any
         ] = None,
         db_id: Annotated[str | None, Field(description="Draw from this database only.")] = None,
         split: Annotated[str | None, Field(description="Draw from this split.")] = None,
-        seed: Annotated[int | None, Field(ge=0, description="Seed for the random choice.")] = None,
+        seed: SEED = None,
         keep_previous: Annotated[
             bool,
             Field(

@@ -11,7 +11,7 @@ import anyio
 from mcp.server.fastmcp import FastMCP
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from env_core import contract
@@ -50,6 +50,13 @@ class HttpSettings:
 Unavailable = Callable[[], str | None]
 # Set by `BearerAuth` on a health check without the token: it is told the status alone.
 STATUS_ONLY = "sqlenv.status_only"
+
+
+# What a browser (or curl) pointed at the server's address is told.
+FRONT_TEXT = (
+    "sqlenv: an SQL-exploration environment served over MCP. Point an MCP client at /mcp "
+    "(streamable HTTP); GET /healthz reports the server's health.\n"
+)
 
 
 def _new_server(
@@ -92,6 +99,11 @@ def _new_server(
 
     # Custom routes bypass the SDK's checks: the Host check is made here; the token, if any,
     # by `BearerAuth`, which lets a request without it see the status alone.
+    @server.custom_route("/", methods=["GET"])
+    async def front(request: Request) -> Response:
+        refused = await host_check.validate_request(request)
+        return refused or PlainTextResponse(FRONT_TEXT)
+
     @server.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> JSONResponse:
         refused = await host_check.validate_request(request)

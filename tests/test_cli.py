@@ -1,6 +1,7 @@
 import os
 import subprocess
 import sys
+import time
 
 
 def sqlenv(*args: str, cache_dir, check: bool = True) -> subprocess.CompletedProcess:
@@ -101,3 +102,20 @@ def test_a_warning_is_a_line_of_the_command_not_a_logger_record(tmp_path):
     )
     warnings = played.stderr.strip().splitlines()
     assert warnings and all(line.startswith("sqlenv play: cannot ") for line in warnings), warnings
+
+
+def test_eval_says_so_while_it_starts_a_server_of_its_own(tmp_path, cache_dir):
+    run = ["eval", "--policy", "oracle", "--episodes", "1", "--no-progress"]
+    result = sqlenv(*run, "--door", "openenv", "--out", str(tmp_path / "run"), cache_dir=cache_dir)
+    first = result.stderr.splitlines()[0]
+    assert first == "sqlenv eval: starting sqlenv-openenv on a free port ..."
+
+
+def test_prepare_all_splits_reports_each_split_as_soon_as_it_is_ready(spider_dir, tmp_path):
+    command = [sys.executable, "-m", "env_core.cli", "data", "prepare", "--all-splits"]
+    command += ["--data-dir", str(spider_dir), "--cache-dir", str(tmp_path)]  # cold: gold runs
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as prepare:
+        arrivals = {line.split(" (")[0]: time.monotonic() for line in prepare.stdout}
+    assert prepare.returncode == 0
+    # The train split takes seconds to prepare; dev's report comes before it, not with it.
+    assert arrivals["split train_spider_min"] - arrivals["split dev"] > 1.0

@@ -51,6 +51,7 @@ def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
         "mcp db and data dir": Case(
             [*mcp, "--db", str(a_file), "--data-dir", missing], "--db serves your own files"
         ),
+        "mcp empty db": Case([*mcp, "--db", ""], "argument --db: an empty path names no database"),
         "mcp missing db": Case([*mcp, "--db", missing], "no such file or folder"),
         "mcp port in use": Case(
             [*mcp, "--transport", "http", "--port", str(busy_port)], "address already in use"
@@ -100,6 +101,11 @@ def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
         "eval unreachable openenv": Case(
             [*evaluation("oracle", "openenv"), "--door", "openenv", "--url", dead_url],
             f"cannot reach the OpenEnv server at {dead_url}",
+        ),
+        "eval unresolvable mcp host": Case(
+            [*evaluation("oracle", "host"), "--door", "mcp-http", "--url", "http://nosuch.invalid"],
+            "cannot reach the MCP server at http://nosuch.invalid: cannot resolve the host "
+            "nosuch.invalid",
         ),
         "eval url without a server door": Case(
             [*evaluation("oracle", "url"), "--url", dead_url],
@@ -158,6 +164,9 @@ def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
         ),
         "green port in use": Case(
             [*sqlenv, "green", "--port", str(busy_port)], "address already in use"
+        ),
+        "green unknown split": Case(
+            [*sqlenv, "green", "--split", "nosuch"], "no question file for split 'nosuch'"
         ),
         "purple without a policy": Case(
             [*sqlenv, "purple"], "the following arguments are required: --policy"

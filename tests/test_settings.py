@@ -72,6 +72,23 @@ def test_the_settings_a_command_reads_are_the_settings_model():
     )
 
 
+def test_green_and_purple_listen_on_ports_of_their_own_unless_told(monkeypatch):
+    from env_core.cli import build_parser
+
+    commands = {"green": ["green"], "purple": ["purple", "--policy", "oracle"]}
+    parser = build_parser()
+    ports = {
+        name: Settings.from_arguments(parser.parse_args(c)).port for name, c in commands.items()
+    }
+    assert ports == {"green": 9009, "purple": 9019}
+    assert (
+        "(default: 9009; $SQLENV_PORT)"
+        in flags_of(parser._subparsers._group_actions[0].choices["green"])["--port"].help
+    )
+    monkeypatch.setenv("SQLENV_PORT", "7000")
+    assert Settings.from_arguments(build_parser().parse_args(commands["purple"])).port == 7000
+
+
 def test_variables_set_the_defaults_and_flags_win(monkeypatch):
     monkeypatch.setenv("SQLENV_MAX_STEPS", "9")
     monkeypatch.setenv("SQLENV_REWARD_PROFILE", "sparse")

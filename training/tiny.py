@@ -46,6 +46,8 @@ def _byte_level_bpe(texts: Iterable[str], vocab_size: int) -> PreTrainedTokenize
         vocab_size=vocab_size,
         special_tokens=SPECIAL_TOKENS,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        # Its progress bars, hidden off a terminal, still wrote a blank line each to stdout.
+        show_progress=False,
     )
     tokenizer.train_from_iterator(texts, trainer)
     tokenizer.add_tokens(MARKUP_TOKENS)

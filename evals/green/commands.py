@@ -36,7 +36,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="extra Host header the episodes' MCP endpoints accept (repeatable); only localhost "
         "names pass unless listed, e.g. green.example.org:*",
     )
-    add_arguments(green, groups=(*GROUPS, ASSESSMENT_GROUP))
+    add_arguments(green, groups=(*GROUPS, ASSESSMENT_GROUP), command="sqlenv green")
     green.set_defaults(run=run_green, command="sqlenv green")
 
     purple = commands.add_parser(
@@ -70,7 +70,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "(localhost, 127.0.0.0/8, ::1): an episode's brief names where the policy's calls go",
     )
     add_serving_arguments(purple)
-    add_arguments(purple, groups=("data", "server"))
+    add_arguments(purple, groups=("data", "server"), command="sqlenv purple")
     add_llm_arguments(purple)
     purple.set_defaults(run=run_purple, command="sqlenv purple")
     register_assess(commands)
@@ -130,9 +130,11 @@ def add_serving_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_green(args: argparse.Namespace) -> int:
     require_extra("green", "sqlenv green")
+    from env_core.factory import check_split
     from evals.green.green_agent import green_app
 
     settings = Settings.from_arguments(args)
+    check_split(settings)
     card_url = card_url_of(args, settings)
     serve(green_app(settings, card_url, tuple(args.allowed_host)), settings, "green", card_url)
     return 0

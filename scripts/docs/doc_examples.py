@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import functools
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -38,6 +40,7 @@ TIMES: tuple[Mask, ...] = (
 )
 # Servers started for a check listen on a free port; shown as the default.
 PORT = (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:8000")
+ELAPSED = (re.compile(r'"elapsed_ms": [\d.]+'), '"elapsed_ms": …')
 
 
 @functools.cache
@@ -124,20 +127,55 @@ def source(path: str, language: str = "python") -> str:
 def openenv_server() -> str:
     """The URL of `sqlenv-openenv` on the demo data, on a free 127.0.0.1 port; one server for
     the whole check, stopped when it ends."""
+    return _local_server([str(BIN / "sqlenv-openenv")], "/health")
+
+
+@functools.cache
+def mcp_http_server() -> str:
+    """The URL of the MCP server as `make run` serves it, on a free 127.0.0.1 port; one server
+    for the whole check, stopped when it ends."""
+    command = [str(BIN / "sqlenv-mcp"), "--transport", "http", "--route-by-episode-id"]
+    return _local_server(command, "/healthz")
+
+
+def _local_server(command: list[str], health_path: str) -> str:
     sys.path.insert(0, str(REPO))
     from evals.local_server import LocalServer
 
-    command = [str(BIN / "sqlenv-openenv")]
     previous = dict(os.environ)
     os.environ.clear()
     os.environ.update(environment())
     try:
-        server = LocalServer(command, "/health")
+        server = LocalServer(command, health_path)
     finally:
         os.environ.clear()
         os.environ.update(previous)
     atexit.register(server.stop)
     return server.url
+
+
+def inspector_session(calls: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """The MCP Inspector CLI playing an episode by hand against `mcp_http_server`: each call
+    (a tool and its `key=value` arguments) is a command of its own, so a new MCP session, and
+    acts on the episode the first call started by passing its id."""
+    if not (REPO / "node_modules").is_dir():
+        raise RuntimeError(f"the MCP Inspector is missing: run `npm ci` in {REPO}")
+    with contextlib.suppress(FileExistsError):
+        (workdir() / "node_modules").symlink_to(REPO / "node_modules")
+    inspector = (
+        f"npx @modelcontextprotocol/inspector --cli {mcp_http_server()}/mcp --transport http"
+    )
+    commands: list[str] = []
+    episode_id = ""
+    for tool, arguments in calls:
+        if episode_id:
+            arguments = [*arguments, f"episode_id={episode_id}"]
+        given = "".join(f" --tool-arg {shlex.quote(argument)}" for argument in arguments)
+        command = f"{inspector} --method tools/call --tool-name {tool}{given}"
+        commands.append(command)
+        if not episode_id:
+            episode_id = json.loads(_run(command, False, 0))["structuredContent"]["episode_id"]
+    return shell(*commands, masks=(PORT, EPISODE_ID, ELAPSED))
 
 
 def mcp_session(calls: Sequence[tuple[str, dict]], structured_last: bool = True) -> str:
@@ -188,9 +226,9 @@ async def _openenv_messages(url: str, messages: Sequence[dict]) -> str:
 
 def masked_json(text: str) -> str:
     """Episode ids and measured times masked."""
-    return EPISODE_ID[0].sub(
-        EPISODE_ID[1], re.sub(r'"elapsed_ms": [\d.]+', '"elapsed_ms": …', text)
-    )
+    for pattern, replacement in (EPISODE_ID, ELAPSED):
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def definition(path: str, name: str) -> str:

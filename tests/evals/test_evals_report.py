@@ -71,6 +71,19 @@ def test_every_plot_has_a_title_axis_labels_and_a_legend(run_folders):
         plt.close(figure)
 
 
+def test_each_success_bar_is_labelled_with_its_rate_zero_included(run_folders):
+    runs = [Run.load(run_folders["oracle"], "Oracle"), Run.load(run_folders["random"], "Random")]
+    figure, axes = plt.subplots()
+    plots.success_by_hardness(runs, axes)
+    expected = []
+    for run in runs:
+        summaries = [run.summary.overall, *run.summary.by_hardness.values()]
+        expected += [f"{100 * s.success.rate:.0f}%" if s.episodes else "" for s in summaries]
+    assert [text.get_text() for text in axes.texts] == expected
+    assert "0%" in expected  # the random run fails every question of some level
+    plt.close(figure)
+
+
 def test_the_summary_has_no_negative_zero_no_empty_levels_and_names_the_demo():
     from evals.metrics import Summary
     from evals.play import EpisodeRecord

@@ -3,7 +3,7 @@
 import sys
 
 import pytest
-from mcp_inspector import EPISODE_TOOLS, call_tool, http, list_tools, require_inspector
+from mcp_inspector import EPISODE_TOOLS, call_tool, http, list_tools, require_inspector, run
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +48,20 @@ def test_http_episode_and_explorer_modes(inspector, http_server, concert_db):
     assert best["content"][0]["text"] == "Name\nJoe Sharp\n(1 row)"
     rejected = call_tool(inspector, explorer, "query", "sql=DROP TABLE singer")
     assert rejected["isError"] is True and "Only read-only" in rejected["content"][0]["text"]
+
+
+def test_an_episode_played_by_hand_as_docs_mcp_shows(inspector, http_server):
+    # As `make run` serves: each Inspector command is a new MCP session, acting by episode id.
+    server = http(http_server("--route-by-episode-id").url)
+    started = call_tool(inspector, server, "start_episode", "seed=3")
+    assert started["isError"] is False, started["content"][0]["text"]
+    episode = f"episode_id={started['structuredContent']['episode_id']}"
+    table = started["structuredContent"]["tables"][0]
+    sampled = run(
+        inspector, *server, "--method", "tools/call", "--tool-name", "sample",
+        "--tool-arg", f"table={table}", "n=2", episode,
+    )  # fmt: skip
+    assert sampled["isError"] is False, sampled["content"][0]["text"]
+    assert "(2 rows)" in sampled["content"][0]["text"]
+    ended = call_tool(inspector, server, "end_episode", episode)
+    assert ended["structuredContent"]["closed"] is True

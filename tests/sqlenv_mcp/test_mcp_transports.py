@@ -128,6 +128,14 @@ def test_http_guards_hosts_origins_and_tokens(http_server):
     assert httpx.get(f"{server.url}/healthz").status_code == 200
 
 
+def test_the_front_page_says_where_mcp_and_health_are(http_server):
+    server = http_server()
+    front = httpx.get(server.url)
+    assert front.status_code == 200
+    assert "/mcp" in front.text and "/healthz" in front.text
+    assert httpx.get(server.url, headers={"Host": "evil.example"}).status_code == 421
+
+
 def test_a_host_named_without_its_port_is_accepted_as_with_it(http_server):
     """A client leaves the default port out of the Host header: behind a TLS proxy on 443,
     or a server on port 80."""

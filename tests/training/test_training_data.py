@@ -85,3 +85,8 @@ def test_trls_parser_reads_back_every_rendered_oracle_call(spider_manager, spide
             call = message["tool_calls"][0]["function"]
             assert parsed["tool_calls"][0]["function"]["name"] == call["name"]
             assert parsed["tool_calls"][0]["function"]["arguments"] == json.loads(call["arguments"])
+
+
+def test_building_the_tiny_tokenizer_writes_nothing_to_stdout(capfd):
+    build_tokenizer(["SELECT name FROM singer", "Which genre has the most books?"] * 20)
+    assert capfd.readouterr().out == ""
