@@ -239,6 +239,11 @@ def _column_note(column: str, row: dict[str, str | None]) -> str:
 
 def detect_layout(root: Path, databases_dir: Path | None = None) -> Layout:
     """The layout of a data folder, or a DataError naming what each layout expects."""
+    if root.exists() and not root.is_dir():
+        raise DataError(
+            f"{root} is a file, not a data directory (pass --data-dir or SQLENV_DATA_DIR: the "
+            "folder that holds the databases and question files)"
+        )
     if not root.is_dir():
         raise DataError(f"no such directory: {root} (pass --data-dir or SQLENV_DATA_DIR)")
     if any(_is_bird_split(p) for p in root.glob("*.json")):

@@ -88,6 +88,9 @@ def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
         "play unknown question": Case(
             [*sqlenv, "play", "--question-id", "dev:99999"], "no question 'dev:99999'"
         ),
+        "play data dir is a file": Case(
+            [*sqlenv, "play", "--data-dir", str(a_file)], "is a file, not a data directory"
+        ),
         "prepare missing data dir": Case(
             [*sqlenv, "data", "prepare", "--data-dir", missing], "no such directory"
         ),
