@@ -20,7 +20,10 @@ def test_getting_started_from_a_fresh_clone(tmp_path):
     inspector = require_inspector()
     clone = tmp_path / "sqlenv-mcp"
     subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True, timeout=120)
-    kept = {k: v for k, v in os.environ.items() if not k.startswith(("SQLENV_", "VIRTUAL_ENV"))}
+    # As a user's shell runs it: not inside `make test`, whose MAKEFLAGS and MAKELEVEL would
+    # make the inner make print the directories it enters and leaves.
+    ours = ("SQLENV_", "VIRTUAL_ENV", "MAKEFLAGS", "MAKELEVEL", "MFLAGS")
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(ours)}
     environment = {**kept, "SQLENV_CACHE_DIR": str(tmp_path / "cache")}
 
     def shell(*command: str) -> subprocess.CompletedProcess:
