@@ -96,6 +96,19 @@ def test_a_cheap_statement_runs_in_process_once_the_sandbox_ran_it(open_executor
     assert (again.columns, again.rows) == (first.columns, first.rows)
 
 
+def query_allowing_a_pause(executor: ReadOnlyExecutor, sql: str):
+    """The statement's result with the sandbox closed: it runs in process, though a pause of
+    the machine's longer than a bounded program's deadline (0.25 ms) may send one call to the
+    sandbox, as the engine allows (`PROVEN.MAX_OVERRUNS`)."""
+    for _ in range(PROVEN.MAX_OVERRUNS - 1):
+        try:
+            return executor.query(sql)
+        except QueryRejectedError as refusal:
+            if "shutting down" not in str(refusal):
+                raise
+    return executor.query(sql)
+
+
 @pytest.mark.parametrize("sql", BOUNDED)
 def test_a_statement_whose_program_is_bounded_runs_in_process_the_first_time(
     open_executor, sandbox, spider_dir, sql
@@ -105,7 +118,7 @@ def test_a_statement_whose_program_is_bounded_runs_in_process_the_first_time(
     in_process.close()
     executor = open_executor()
     sandbox.close()
-    result = executor.query(sql)
+    result = query_allowing_a_pause(executor, sql)
     assert (result.columns, result.rows, result.truncated) == (
         expected.columns,
         expected.rows,
