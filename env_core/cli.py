@@ -99,11 +99,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def data_location(settings: Settings) -> tuple[Path, Path | None, Path | None]:
+    """The data folder the settings name, its databases folder and the cache folder."""
+    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
+    databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
+    return resolve_data_dir(settings.data_dir, cache_dir), databases_dir, cache_dir
+
+
 def run_prepare(args: argparse.Namespace) -> int:
     settings = Settings.from_arguments(args)
-    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
-    data_dir = resolve_data_dir(settings.data_dir, cache_dir)
-    databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
+    data_dir, databases_dir, cache_dir = data_location(settings)
     splits = list(question_files(data_dir, databases_dir)) if args.all_splits else [settings.split]
     load = functools.partial(
         Catalog.load, data_dir, cache_dir=cache_dir, databases_dir=databases_dir
@@ -125,10 +130,7 @@ def run_prepare(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    settings = Settings.from_arguments(args)
-    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
-    data_dir = resolve_data_dir(settings.data_dir, cache_dir)
-    databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
+    data_dir, databases_dir, cache_dir = data_location(Settings.from_arguments(args))
     splits = list(question_files(data_dir, databases_dir))
     catalog = Catalog.load(data_dir, splits, cache_dir=cache_dir, databases_dir=databases_dir)
     print(f"data: {data_dir} ({catalog.layout.dataset} layout)")
