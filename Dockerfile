@@ -21,8 +21,9 @@ RUN useradd --create-home --uid 1000 sqlenv
 WORKDIR /app
 COPY pyproject.toml README.md LICENSE ./
 COPY env_core ./env_core
+COPY serving ./serving
 COPY sqlenv_mcp ./sqlenv_mcp
-COPY adapters ./adapters
+COPY doors ./doors
 COPY evals ./evals
 # The project itself, from this tree, with every door and the evaluation harness (`sqlenv
 # eval`); the training stack (torch) stays out. Dependencies are bounded in pyproject.toml.
@@ -31,7 +32,7 @@ RUN pip install --no-cache-dir ".[openenv,eval]"
 
 USER 1000
 # Build the demo databases and their answer keys now, so the first start is warm.
-RUN python -c "from env_core.factory import open_sessions; open_sessions().shutdown()"
+RUN python -c "from env_core.factory import open_manager; open_manager().shutdown()"
 
 EXPOSE 8000
 # /health is the OpenEnv server's, /healthz the MCP server's: either command passes. Checked
@@ -39,4 +40,4 @@ EXPOSE 8000
 # traffic only once a check has passed.
 HEALTHCHECK --interval=5s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request as r\nfor path in ('/health', '/healthz'):\n    try:\n        r.urlopen('http://127.0.0.1:8000' + path, timeout=4)\n        sys.exit(0)\n    except OSError:\n        pass\nsys.exit(1)"]
-CMD ["python", "-m", "adapters.commands", "--host", "0.0.0.0", "--port", "8000"]
+CMD ["python", "-m", "doors.commands", "--host", "0.0.0.0", "--port", "8000"]

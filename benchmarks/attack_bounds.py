@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 import websockets
 
-# The repository before tests/, so the namespace tests/adapters never shadows the adapters package.
+# The repository before tests/, so the namespace tests/doors never shadows the doors package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from adversarial import CONCERT, HOSTILE_ANSWERS, RESOURCE_ATTACKS
@@ -36,7 +36,7 @@ from served_episodes import MCP_HEADERS, MCP_INITIALIZE, episode
 
 from env_core.executor import KEPT, ReadOnlyExecutor
 from env_core.sandbox import Sandbox
-from evals.local_server import LocalServer
+from serving.local_server import LocalServer
 
 NORMAL_SQL = "SELECT Name, Age FROM singer ORDER BY Age DESC"
 UNINTERRUPTIBLE_ROW = (
@@ -46,7 +46,7 @@ UNINTERRUPTIBLE_ROW = (
 )
 SERVERS = {
     "mcp": (["sqlenv_mcp", "--transport", "http"], "/healthz"),
-    "openenv": (["adapters.commands"], "/health"),
+    "openenv": (["doors.commands"], "/health"),
 }
 Attack = Callable[[str], Awaitable[str]]  # one attack on the server at this URL -> outcome
 

@@ -27,7 +27,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from evals.local_server import LocalServer
+from serving.local_server import LocalServer
 
 FLOOR_SERVER = Path(__file__).with_name("mcp_floor_server.py")
 QUESTION = "dev_without_wta_1:1"  # concert_singer: names, countries and ages of singers

@@ -59,13 +59,13 @@ from typing import Any
 import psutil
 from bench_engine import bare_call, bare_connection
 
-from adapters.openenv.client import SQLEnvClient
-from env_core.asgi import listening_socket
+from doors.openenv.client import SQLEnvClient
 from env_core.catalog import Catalog
 from env_core.executor import SCHEMAS
-from env_core.parent_watch import stop_with_parent
 from env_core.settings import Settings
-from evals.local_server import LocalServer
+from serving.asgi import listening_socket
+from serving.local_server import LocalServer
+from serving.parent_watch import stop_with_parent
 
 QUESTION = "dev_without_wta_1:1"  # concert_singer: names, countries and ages of singers
 LATENCY_CALLS = {
@@ -97,10 +97,10 @@ def our_observations(catalog: Catalog, split: str) -> dict[str, dict[str, Any]]:
     """The fields of the observation ours answers each latency call with, made in process."""
     from openenv.core.env_server.mcp_types import CallToolAction
 
-    from adapters.openenv.environment import SQLExploreEnvironment
-    from env_core.sessions import SessionConfig, SessionManager
+    from doors.openenv.environment import SQLExploreEnvironment
+    from env_core.manager import EpisodeManager, SessionConfig
 
-    manager = SessionManager(catalog, SessionConfig(split=split, max_steps=MAX_STEPS))
+    manager = EpisodeManager(catalog, SessionConfig(split=split, max_steps=MAX_STEPS))
     environment = SQLExploreEnvironment(manager)
     environment.reset(question_id=QUESTION)
     observations = {}
@@ -115,15 +115,15 @@ def our_observations(catalog: Catalog, split: str) -> dict[str, dict[str, Any]]:
 
 class BareDatabases:
     """The sql floor's databases: for a reset, the question ours would start (chosen by
-    `SessionManager.choose_question` itself), its tables in ours's order, and one connection
+    `EpisodeManager.choose_question` itself), its tables in ours's order, and one connection
     per database, opened on first use and reused, as ours shares one."""
 
     def __init__(self, catalog: Catalog, split: str) -> None:
-        from env_core.sessions import SessionConfig, SessionManager
+        from env_core.manager import EpisodeManager, SessionConfig
 
         self.catalog = catalog
         # Only for its choice of question: no episode is opened, nor any SQL worker started.
-        self.chooser = SessionManager(catalog, SessionConfig(split=split))
+        self.chooser = EpisodeManager(catalog, SessionConfig(split=split))
         self.opened: dict[Path, tuple[sqlite3.Connection, list[str]]] = {}
 
     def start(
@@ -152,8 +152,8 @@ def serve_floor(
     from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
     from openenv.core.env_server.types import ConcurrencyConfig
 
-    from adapters.openenv.models import EpisodeObservation, SQLState
-    from adapters.openenv.server import WEBSOCKET_OPTIONS
+    from doors.openenv.models import EpisodeObservation, SQLState
+    from doors.openenv.server import WEBSOCKET_OPTIONS
 
     class NoopEnvironment(Environment):
         SUPPORTS_CONCURRENT_SESSIONS = True
@@ -231,7 +231,7 @@ def running(command: list[str], health: str = "/health") -> Iterator[Server]:
 
 def ours(args: argparse.Namespace, sessions: int, max_steps: int = 15) -> list[str]:
     return [
-        *(sys.executable, "-m", "adapters.commands", "--data-dir", args.data_dir),
+        *(sys.executable, "-m", "doors.commands", "--data-dir", args.data_dir),
         *("--split", args.split, "--max-episodes", str(sessions)),
         # One client (this one) runs every session.
         *("--max-connections-per-client", str(sessions)),

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from evals.local_server import LocalServer
+from serving.local_server import LocalServer
 
 FLOOR_SERVER = Path(__file__).with_name("mcp_floor_server.py")
 PROTOCOL = "2025-06-18"

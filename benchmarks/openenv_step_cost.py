@@ -5,7 +5,7 @@ bench_openenv's latency table), in turn, in blocks of 300 calls:
 
 - floor: the no-op environment on the same `create_app` (bench_openenv);
 - replay: the no-op answering each call with the observation ours sends for it;
-- ours replaying: our server, with its catalog, session manager and sandbox, whose environment
+- ours replaying: our server, with its catalog, episode manager and sandbox, whose environment
   answers each call with that same observation and runs no engine code;
 - ours.
 
@@ -53,8 +53,8 @@ def serve_ours_replaying(argv: list[str], data_dir: str, split: str) -> int:
     subprocess of this script)."""
     from openenv.core.env_server.mcp_types import CallToolObservation
 
-    from adapters.openenv import server
-    from adapters.openenv.environment import SQLExploreEnvironment
+    from doors.openenv import server
+    from doors.openenv.environment import SQLExploreEnvironment
 
     replayed = our_observations(Catalog.load(Path(data_dir), [split]), split)
 
@@ -96,10 +96,10 @@ def in_a_loop(catalog: Catalog, split: str, calls: int = 3000) -> tuple[float, f
     """µs per call in this process: ours's step, and building the observation it returns."""
     from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
 
-    from adapters.openenv.environment import SQLExploreEnvironment
-    from env_core.sessions import SessionConfig, SessionManager
+    from doors.openenv.environment import SQLExploreEnvironment
+    from env_core.manager import EpisodeManager, SessionConfig
 
-    manager = SessionManager(catalog, SessionConfig(split=split, max_steps=MAX_STEPS))
+    manager = EpisodeManager(catalog, SessionConfig(split=split, max_steps=MAX_STEPS))
     environment = SQLExploreEnvironment(manager)
     actions = [CallToolAction(tool_name=t, arguments=a) for t, a in LATENCY_CALLS.items()]
     fields = our_observations(catalog, split)

@@ -54,7 +54,7 @@ GROUPS = [
     ("engine: text rendering", r"^env_core/render"),
     ("engine: call bookkeeping", r"^env_core/(episode|tools|rewards|sessions|errors)"),
     ("engine: other", r"^env_core/"),
-    ("door (sqlenv_mcp, adapters)", r"^(sqlenv_mcp|adapters)/"),
+    ("door (sqlenv_mcp, doors)", r"^(sqlenv_mcp|doors)/"),
     ("floor's own code (benchmarks)", r"^(benchmarks/|bench_|mcp_floor|profile_doors)"),
     ("MCP SDK", r"^mcp/"),
     ("OpenEnv", r"^openenv/"),
@@ -74,7 +74,7 @@ def group_of(path: str) -> str:
 
 
 Profile = tuple[collections.Counter, collections.Counter, int]  # groups, functions, calls
-OUR_CODE = r"(env_core|sqlenv_mcp|adapters)/|bench_|mcp_floor"
+OUR_CODE = r"(env_core|sqlenv_mcp|doors)/|bench_|mcp_floor"
 FRAMEWORK = r"(mcp|openenv|starlette|fastapi|uvicorn|h11|httptools|websockets|sse_starlette)/"
 FRAME = re.compile(r"^(?P<function>.*) \((?P<path>[^()]*?)(?::\d+)?\)$")
 
@@ -176,7 +176,7 @@ def engine_loop(args: argparse.Namespace) -> None:
     from bench_engine import bare_call, bare_connection
 
     from env_core.catalog import Catalog
-    from env_core.sessions import SessionConfig, SessionManager
+    from env_core.manager import EpisodeManager, SessionConfig
 
     catalog = Catalog.load(args.data_dir, [SPLIT])
     if args.engine_loop == "floor":
@@ -184,7 +184,7 @@ def engine_loop(args: argparse.Namespace) -> None:
         connection = bare_connection(path)
         call = functools.partial(bare_call, connection)
     else:
-        manager = SessionManager(catalog, SessionConfig(split=SPLIT, max_steps=1000))
+        manager = EpisodeManager(catalog, SessionConfig(split=SPLIT, max_steps=1000))
         episode = manager.create(question_id=QUESTION)
         call = episode.call
     for _number, tool, arguments in rounds_of(len(CALLS)):

@@ -29,10 +29,10 @@ from typing import Any
 
 import httpx
 
-from env_core.asgi import bound_socket
 from env_core.command_line import run_main
 from env_core.settings import Settings, add_arguments
-from evals.local_server import LocalServer
+from serving.asgi import bound_socket
+from serving.local_server import LocalServer
 
 TEMPLATE = Path(__file__).with_name("haproxy.cfg")
 
@@ -169,7 +169,7 @@ class Replicas:
         commands = {}
         for index in range(1, self.count + 1):
             commands[f"openenv-{index}"] = (
-                [python, "-m", "adapters.commands", *flags],
+                [python, "-m", "doors.commands", *flags],
                 "/health",
                 "/stats",
             )

@@ -15,7 +15,7 @@ from env_core.catalog import Catalog, Split, question_files
 from env_core.command_line import CommandParser, run_main
 from env_core.demo import resolve_data_dir
 from env_core.episode import Episode, ToolResult
-from env_core.factory import open_sessions
+from env_core.factory import open_manager
 from env_core.layouts import detect_layout, in_difficulty_order
 from env_core.oracle import play_oracle
 from env_core.settings import OPTIONS, Settings, add_arguments, shown_value
@@ -174,7 +174,7 @@ def run_settings(_args: argparse.Namespace) -> int:
 
 
 def run_play(args: argparse.Namespace) -> int:
-    sessions = open_sessions(Settings.from_arguments(args))
+    sessions = open_manager(Settings.from_arguments(args))
     episode = sessions.create(seed=args.seed, question_id=args.question_id, db_id=args.db_id)
     print(
         f"episode {episode.episode_id} · question {episode.question.id} "

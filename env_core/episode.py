@@ -123,7 +123,7 @@ class Step:
 
 @dataclass
 class Episode:
-    """Not created directly: `SessionManager.create` builds episodes."""
+    """Not created directly: `EpisodeManager.create` builds episodes."""
 
     episode_id: str
     question: Question

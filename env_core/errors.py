@@ -123,7 +123,7 @@ class UnknownToolError(EpisodeError):
 
 
 class CapacityError(SQLEnvError):
-    """The session manager holds as many episodes as it may."""
+    """The episode manager holds as many episodes as it may."""
 
 
 def error_kind(error: SQLEnvError) -> str:

@@ -261,7 +261,7 @@ class ProvenStatements:
     compiles every statement afresh (no statement cache), so the time proven includes that.
     A run in process still has a deadline (`DEADLINE_S`): past it, or on any error, the
     statement goes back to the sandbox, for good the second time. A proof, and a shared run,
-    hold for the executor whose worker ran the statement (the episodes of one session manager;
+    hold for the executor whose worker ran the statement (the episodes of one episode manager;
     an assessment has its own) and the client it ran for, never another: whether a call is
     answered sooner tells a client nothing of what others asked. Bounded: the newest
     `ENTRIES` statements of at most `MAX_SQL_CHARS` each, over all executors."""
@@ -344,7 +344,7 @@ class KeptResults:
     rollout of a question samples the same tables and tries the same queries). Like proofs,
     results are kept for the executor that read them and the client they were read for, never
     given to another client (whose call runs anew, as slowly as a new statement runs, and shows
-    its own `elapsed_ms`) nor to another session manager, and let go when the executor closes.
+    its own `elapsed_ms`) nor to another episode manager, and let go when the executor closes.
     A client given its kept result sees what its own first run showed, `elapsed_ms` included.
     Bounded: the newest results, `max_bytes` in all with
     their statements (`result_bytes`); a result over `max_result_bytes` is not kept."""

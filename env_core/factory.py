@@ -1,4 +1,4 @@
-"""One way for every door to build its session manager: from `Settings`."""
+"""One way for every door to build its episode manager: from `Settings`."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from env_core.catalog import Catalog
 from env_core.demo import resolve_data_dir
 from env_core.errors import DataError
 from env_core.layouts import detect_layout
-from env_core.sessions import SessionConfig, SessionManager
+from env_core.manager import EpisodeManager, SessionConfig
 from env_core.settings import Settings
 
 
-def open_sessions(settings: Settings | None = None, **changes: Any) -> SessionManager:
-    """A session manager under `settings` (default: the defaults with the `SQLENV_*`
-    variables applied), with `changes` made to them, e.g. `open_sessions(split="train")`.
+def open_manager(settings: Settings | None = None, **changes: Any) -> EpisodeManager:
+    """A episode manager under `settings` (default: the defaults with the `SQLENV_*`
+    variables applied), with `changes` made to them, e.g. `open_manager(split="train")`.
 
     The data directory defaults to the embedded demo; only the served split is prepared (or
     read from the cache).
@@ -30,7 +30,7 @@ def open_sessions(settings: Settings | None = None, **changes: Any) -> SessionMa
             f"split {settings.split!r} has no question an episode can ask: all "
             f"{len(split.excluded)} were excluded ({reasons or 'the question file is empty'})"
         )
-    return SessionManager(catalog, config)
+    return EpisodeManager(catalog, config)
 
 
 def load_catalog(settings: Settings, splits: list[str] | None = None) -> Catalog:

@@ -9,7 +9,7 @@ print(result.summary.overall.success)
 door.close()
 """
 
-from evals.doors import Door, DoorSpec, open_door
+from evals.door_clients import Door, DoorSpec, open_door
 from evals.evaluate import EvalResult, evaluate
 from evals.metrics import Summary, wilson_interval
 from evals.policies import OraclePolicy, RandomPolicy

@@ -17,8 +17,8 @@ from env_core.command_line import CommandError
 from env_core.extras import require_extra
 from env_core.rewards import PROFILES
 from env_core.settings import Settings, add_arguments, argument_type, whole
-from evals.doors import DOOR_KINDS, DoorSpec, open_door
-from evals.local_server import check_reachable
+from evals.door_clients import DOOR_KINDS, DoorSpec, open_door
+from serving.local_server import check_reachable
 
 if TYPE_CHECKING:
     from evals.policy import Policy

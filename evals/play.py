@@ -9,7 +9,7 @@ from typing import Any
 from env_core.calls import drive
 from env_core.catalog import Question
 from env_core.episode import ToolResult
-from evals.doors import Door
+from evals.door_clients import Door
 from evals.plan import EpisodeTask
 from evals.policy import EpisodeContext, Policy
 

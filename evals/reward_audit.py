@@ -39,9 +39,9 @@ from env_core.catalog import Question
 from env_core.episode import MAX_ANSWER_CHARS
 from env_core.executor import quote_identifier
 from env_core.factory import load_catalog
+from env_core.manager import EpisodeManager, SessionConfig
 from env_core.oracle import oracle_calls
 from env_core.rewards import RewardConfig
-from env_core.sessions import SessionConfig, SessionManager
 from env_core.settings import Settings
 from evals.metrics import Z_95
 from evals.policies import OraclePolicy
@@ -160,7 +160,7 @@ class Outcome:
     correct: bool
 
 
-def play(manager: SessionManager, question: Question, strategy: Strategy) -> Outcome:
+def play(manager: EpisodeManager, question: Question, strategy: Strategy) -> Outcome:
     """One episode of `strategy`, scored as GRPO scores it."""
     episode = manager.create(question_id=question.id)
     try:
@@ -338,7 +338,7 @@ def audit(
     base = SessionConfig.of(settings)
     audits = []
     for name, config in profiles.items():
-        manager = SessionManager(catalog, dataclasses.replace(base, rewards=config))
+        manager = EpisodeManager(catalog, dataclasses.replace(base, rewards=config))
         try:
             outcomes = _play_all(manager, questions, name, progress)
         finally:
@@ -348,7 +348,7 @@ def audit(
 
 
 def _play_all(
-    manager: SessionManager,
+    manager: EpisodeManager,
     questions: Sequence[Question],
     profile: str,
     progress: Callable[[str], None],

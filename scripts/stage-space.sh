@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 
 git ls-files -z --cached --others --exclude-standard -- \
     Dockerfile .dockerignore pyproject.toml LICENSE openenv.yaml \
-    env_core sqlenv_mcp adapters evals |
+    env_core serving sqlenv_mcp doors evals |
     while IFS= read -r -d '' path; do
         if [[ -f $path ]]; then
             cp --parents "$path" "$target"

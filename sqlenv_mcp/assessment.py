@@ -27,7 +27,6 @@ from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 
 from env_core import contract
-from env_core.asgi import App, Receive, Scope, Send, respond_json
 from env_core.episode import Episode, refusal
 from env_core.errors import (
     EpisodeFinishedError,
@@ -35,9 +34,10 @@ from env_core.errors import (
     SQLEnvError,
     UnknownEpisodeError,
 )
+from env_core.manager import EpisodeManager
 from env_core.sandbox import finish_async
-from env_core.sessions import SessionManager
 from env_core.tools import ToolSpec
+from serving.asgi import App, Receive, Scope, Send, respond_json
 from sqlenv_mcp.agent_tools import AgentToolServer
 from sqlenv_mcp.episodes import ANSWERING, READ_ONLY, STARTING, tool_declarations
 from sqlenv_mcp.results import StartOutput, error_result, start_result, step_result
@@ -67,7 +67,7 @@ class Seat:
     token: str
     episode_id: str
     question_id: str
-    manager: SessionManager = field(repr=False, compare=False)
+    manager: EpisodeManager = field(repr=False, compare=False)
 
     def episode(self) -> Episode:
         return self.manager.get(self.episode_id, self.token)
@@ -116,7 +116,7 @@ class Seats:
 class Assessment:
     """The episodes one assessment assigns, each question at most once."""
 
-    def __init__(self, manager: SessionManager, seats: Seats) -> None:
+    def __init__(self, manager: EpisodeManager, seats: Seats) -> None:
         if manager.config.route_by_episode_id:
             raise ValueError("an assessment needs episodes that only their seat can reach")
         self.manager = manager

@@ -10,13 +10,13 @@ from pathlib import Path
 
 from mcp.server.fastmcp import FastMCP
 
-from env_core.asgi import listening_socket
 from env_core.command_line import CommandError, CommandParser, run_main
-from env_core.factory import open_sessions
-from env_core.parent_watch import stop_with_parent
+from env_core.factory import open_manager
+from env_core.manager import SessionConfig
 from env_core.sandbox import Sandbox
-from env_core.sessions import SessionConfig
 from env_core.settings import Settings, add_arguments
+from serving.asgi import listening_socket
+from serving.parent_watch import stop_with_parent
 from sqlenv_mcp.assessment import Assessment, Seat, Seats, routed_seat
 from sqlenv_mcp.episodes import Connections
 from sqlenv_mcp.explorer import UserDatabases
@@ -123,7 +123,7 @@ def build_server(args: argparse.Namespace) -> Served:
         databases = UserDatabases.from_path(args.db, limits, sandbox)
         sandbox.warm()
         return Served(build_explorer_server(databases, http, args.output_schemas))
-    manager = open_sessions(settings)
+    manager = open_manager(settings)
     manager.start_reaper()
     manager.sandbox.warm()
     if args.assess:
@@ -164,7 +164,7 @@ def serve(served: Served, args: argparse.Namespace) -> None:
     if args.transport == "stdio":
         served.server.run("stdio")
         return
-    from env_core.http_protocol import serve as serve_http
+    from serving.http_protocol import serve as serve_http
 
     stop_with_parent()
     http = http_settings(args)

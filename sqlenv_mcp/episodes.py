@@ -4,7 +4,7 @@ Each MCP connection (a stdio process, an HTTP session, an in-memory client) hold
 episodes, closed when the connection ends (see `Connections`). A connection's new episode ends
 its previous one, unless the client asks to keep several (at most `MAX_EPISODES_PER_CONNECTION`);
 every tool also takes an optional `episode_id` to act on one of them. Episodes are capped per
-client (remote address) by the session manager, and an episode answers only the connection that
+client (remote address) by the episode manager, and an episode answers only the connection that
 started it.
 """
 
@@ -22,8 +22,8 @@ from pydantic import Field, WithJsonSchema
 from env_core import contract
 from env_core.episode import Episode, refusal
 from env_core.errors import CapacityError, SQLEnvError, UnknownEpisodeError
+from env_core.manager import EpisodeManager
 from env_core.sandbox import finish_async
-from env_core.sessions import SessionManager
 from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec, check_names
 from sqlenv_mcp.agent_tools import AgentToolServer, Handler, take
 from sqlenv_mcp.results import (
@@ -68,7 +68,7 @@ EPISODE_ID = Annotated[
 class ConnectionEpisodes:
     """The episodes one MCP connection opened; the newest is its current episode."""
 
-    manager: SessionManager
+    manager: EpisodeManager
     current: str | None = None
     opened: list[str] = field(default_factory=list)
     owner: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -149,7 +149,7 @@ class Connections:
     session object is released; the episodes' idle TTL bounds both.
     """
 
-    def __init__(self, manager: SessionManager) -> None:
+    def __init__(self, manager: EpisodeManager) -> None:
         self.manager = manager
         self._by_session: weakref.WeakKeyDictionary[Any, ConnectionEpisodes] = (
             weakref.WeakKeyDictionary()

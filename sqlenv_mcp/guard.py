@@ -11,7 +11,7 @@ A connection's session id is honoured only from the client that opened it.
 It also reads each request's body before the SDK does, and answers in its place one the SDK
 would mishandle (`sqlenv_mcp.jsonrpc`): with a 500 and a traceback (a number too long to read,
 nesting too deep, bytes that are not UTF-8), by keeping it parsed at many times its size until
-the connection's next request (`env_core.json_limits`), or by never answering it.
+the connection's next request (`serving.json_limits`), or by never answering it.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.responses import PlainTextResponse, Response
 
-from env_core import asgi
-from env_core.asgi import App, Message, Receive, Scope, Send
+from serving import asgi
+from serving.asgi import App, Message, Receive, Scope, Send
 from sqlenv_mcp import jsonrpc
 
 SESSION_HEADER = b"mcp-session-id"

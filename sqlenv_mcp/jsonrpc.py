@@ -1,7 +1,7 @@
 """JSON-RPC messages the MCP SDK would answer wrongly or not at all, answered in its place.
 
 Both transports (stdio and HTTP) `screen` each message before the SDK is given it: it is read
-within `env_core.json_limits`, and one the SDK would mishandle is answered here. Left to it:
+within `serving.json_limits`, and one the SDK would mishandle is answered here. Left to it:
 
 - over stdio, a line that is not a JSON-RPC message got a log notification ("Internal Server
   Error") rather than an error response, so the client never learned what was wrong;
@@ -21,9 +21,9 @@ from typing import Any, get_args
 from mcp import types
 from pydantic import BaseModel, ValidationError
 
-from env_core import json_limits
-from env_core.asgi import INVALID_REQUEST, PARSE_ERROR, rpc_error
 from env_core.errors import shortened, shown
+from serving import json_limits
+from serving.asgi import INVALID_REQUEST, PARSE_ERROR, rpc_error
 
 METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
 MAX_PROBLEM_CHARS = 200

@@ -15,10 +15,10 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from env_core import contract
-from env_core.garbage_collection import tune_for_serving
-from env_core.sessions import SessionManager
+from env_core.manager import EpisodeManager
 from env_core.settings import Settings
 from env_core.tools import ToolSpec
+from serving.garbage_collection import tune_for_serving
 from sqlenv_mcp import assessment as assessments
 from sqlenv_mcp import episodes, explorer
 from sqlenv_mcp.agent_tools import AgentToolServer
@@ -119,7 +119,7 @@ def _new_server(
 
 
 def build_episode_server(
-    manager: SessionManager,
+    manager: EpisodeManager,
     http: HttpSettings | None = None,
     output_schemas: bool = True,
     connections: episodes.Connections | None = None,

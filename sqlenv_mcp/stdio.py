@@ -23,7 +23,7 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from env_core.asgi import INVALID_REQUEST, rpc_error
+from serving.asgi import INVALID_REQUEST, rpc_error
 from sqlenv_mcp.jsonrpc import screen
 
 MAX_LINE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE

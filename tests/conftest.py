@@ -52,7 +52,7 @@ def demo_catalog(cache_dir):
 def dev_door_spec(spider_dir, cache_dir, spider_catalog):
     """The eval harness's door spec for Spider dev; servers started from it start warm."""
     from env_core.settings import Settings
-    from evals.doors import DoorSpec
+    from evals.door_clients import DoorSpec
 
     settings = Settings(
         data_dir=str(spider_dir), split="dev_without_wta_1", cache_dir=str(cache_dir)

@@ -55,7 +55,7 @@ async def episode(door: str, url: str, db: str, token: str | None = None) -> Asy
 
             yield call
         return
-    from adapters.openenv.client import SQLEnvClient
+    from doors.openenv.client import SQLEnvClient
 
     async with SQLEnvClient(base_url=url) as env:
         await env.reset(db_id=db, seed=0)

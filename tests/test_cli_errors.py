@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from env_core.asgi import bound_socket
+from serving.asgi import bound_socket
 
 BIN = Path(sys.executable).parent
 TIME_LIMIT_S = 60

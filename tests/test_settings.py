@@ -16,7 +16,7 @@ ENGINE_GROUPS = ("data", "episodes", "sql")
 
 def parsers() -> dict[str, tuple[argparse.ArgumentParser, tuple[str, ...]]]:
     """Every command's parser, with the setting groups it must take."""
-    from adapters.commands import openenv_parser
+    from doors.commands import openenv_parser
     from env_core.cli import build_parser as sqlenv_parser
     from sqlenv_mcp.cli import build_parser as mcp_parser
 
@@ -176,9 +176,9 @@ def test_another_process_gets_the_same_settings_from_the_arguments():
 
 @pytest.fixture
 def manager_with_few_rows(demo_catalog):
-    from env_core.sessions import SessionConfig, SessionManager
+    from env_core.manager import EpisodeManager, SessionConfig
 
-    manager = SessionManager(demo_catalog, SessionConfig.of(Settings(max_rows=7)))
+    manager = EpisodeManager(demo_catalog, SessionConfig.of(Settings(max_rows=7)))
     yield manager
     manager.shutdown()
 
@@ -188,8 +188,8 @@ async def test_every_door_describes_the_tools_under_the_limits_in_force(manager_
     from mcp.shared.memory import create_connected_server_and_client_session as connect
     from openenv.core.env_server.mcp_types import ListToolsAction
 
-    from adapters.openenv.environment import SQLExploreEnvironment
-    from adapters.trl import environment_factory
+    from doors.openenv.environment import SQLExploreEnvironment
+    from doors.trl import environment_factory
     from env_core.contract import chat_tools
     from sqlenv_mcp.server import build_episode_server
 

@@ -10,10 +10,10 @@ from contextlib import contextmanager
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
-from adapters.openenv.models import tool_arguments
+from doors.openenv.models import tool_arguments
 from env_core.answers import gold_as_json
 from env_core.catalog import Catalog
-from env_core.sessions import SessionManager
+from env_core.manager import EpisodeManager
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -49,7 +49,7 @@ def play_on_web(
 ) -> tuple[str, str, float]:
     """Start `question_id` on the page and make `calls`, asserting that the page shows the
     engine's opening, texts and rewards; returns the last text, outcome and total reward."""
-    manager = SessionManager(catalog)
+    manager = EpisodeManager(catalog)
     expected_episode = manager.create(question_id=question_id)
     expected = [expected_episode.call(tool, tool_arguments(tool, arg)) for tool, arg in calls]
     manager.shutdown()

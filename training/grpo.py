@@ -19,10 +19,10 @@ if TYPE_CHECKING:
 
 
 def grpo_trainer(config: RunConfig) -> GRPOTrainer:
-    """A trainer over the configured questions; its environments share one session manager."""
+    """A trainer over the configured questions; its environments share one episode manager."""
     from trl import GRPOConfig, GRPOTrainer
 
-    from adapters.trl import environment_factory
+    from doors.trl import environment_factory
     from training.datasets import task_dataset
     from training.setup import model_path, open_run
 

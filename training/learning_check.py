@@ -40,7 +40,7 @@ def check(arguments: argparse.Namespace) -> None:
     # The libraries load once the arguments are read, so that --help answers at once.
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from adapters.trl import SQLEnvTRL
+    from doors.trl import SQLEnvTRL
     from training.datasets import choose_questions
     from training.setup import model_path, open_run, oracle_dataset
     from training.sft import sft_trainer

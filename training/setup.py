@@ -1,4 +1,4 @@
-"""What the SFT and GRPO entry points share: the session manager, questions and the model."""
+"""What the SFT and GRPO entry points share: the episode manager, questions and the model."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 from datasets import Dataset
 
-from adapters.trl import SQLEnvTRL
+from doors.trl import SQLEnvTRL
 from env_core.catalog import Question
-from env_core.factory import open_sessions
-from env_core.sessions import SessionManager
+from env_core.factory import open_manager
+from env_core.manager import EpisodeManager
 from training.config import RunConfig
 from training.datasets import choose_questions
 from training.tiny import build_tiny
@@ -20,13 +20,13 @@ from training.transcripts import sft_dataset
 @dataclass
 class RunSetup:
     config: RunConfig
-    manager: SessionManager
+    manager: EpisodeManager
     questions: list[Question]
 
 
 def open_run(config: RunConfig) -> RunSetup:
     # Every rollout of a generation batch holds an episode at once.
-    manager = open_sessions(config.settings, max_episodes=4096)
+    manager = open_manager(config.settings, max_episodes=4096)
     split = config.settings.split
     questions = choose_questions(manager.catalog, split, config.limit, config.seed)
     return RunSetup(config, manager, questions)

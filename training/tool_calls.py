@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from trl.chat_template_utils import add_response_schema, get_training_chat_template, parse_response
 
-from adapters.trl import SQLEnvTRL
+from doors.trl import SQLEnvTRL
 from env_core.catalog import Question
 from training.transcripts import first_turn, tool_schemas
 

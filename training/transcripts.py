@@ -16,7 +16,7 @@ from typing import Any
 from datasets import Dataset
 from transformers.utils import get_json_schema
 
-from adapters.trl import SQLEnvTRL, tool_methods
+from doors.trl import SQLEnvTRL, tool_methods
 from env_core.calls import ToolCall, drive
 from env_core.catalog import Question
 from env_core.episode import ToolResult

@@ -1,6 +1,6 @@
 """The environment's typed client, where OpenEnv's layout puts it (`openenv push` looks for
-this file): `SQLEnvClient` over the WebSocket, from `adapters.openenv.client`."""
+this file): `SQLEnvClient` over the WebSocket, from `doors.openenv.client`."""
 
-from adapters.openenv.client import SQLAction, SQLEnvClient, SQLObservation
+from doors.openenv.client import SQLAction, SQLEnvClient, SQLObservation
 
 __all__ = ["SQLAction", "SQLEnvClient", "SQLObservation"]

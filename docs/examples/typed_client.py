@@ -7,7 +7,7 @@ python docs/examples/typed_client.py http://127.0.0.1:8000
 import asyncio
 import sys
 
-from adapters.openenv.client import SQLAction, SQLEnvClient
+from doors.openenv.client import SQLAction, SQLEnvClient
 
 
 async def play(url: str) -> None:

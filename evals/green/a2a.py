@@ -47,11 +47,11 @@ from a2a.types import (
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from starlette.applications import Starlette
 
-from env_core import asgi
-from env_core.asgi import App, Receive, Scope, Send
 from env_core.command_line import PACKAGE
 from env_core.errors import shortened, shown
 from evals.green import wire
+from serving import asgi
+from serving.asgi import App, Receive, Scope, Send
 
 # The protocol versions an agent serves, newest first, all on its one JSON-RPC endpoint.
 PROTOCOL_VERSIONS = ("1.0", "0.3")

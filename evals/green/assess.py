@@ -22,7 +22,7 @@ from a2a.utils.errors import A2AError
 from env_core.command_line import CommandError
 from env_core.settings import Settings
 from evals.green import a2a
-from evals.local_server import LocalServer
+from serving.local_server import LocalServer
 
 
 def run_assess(args: argparse.Namespace) -> int:

@@ -34,8 +34,8 @@ from env_core.catalog import Catalog, question_files
 from env_core.demo import resolve_data_dir
 from env_core.errors import SQLEnvError, shortened, shown
 from env_core.factory import load_catalog
+from env_core.manager import EpisodeManager, SessionConfig
 from env_core.sandbox import Sandbox
-from env_core.sessions import SessionConfig, SessionManager
 from env_core.settings import Settings
 from evals.green.request import AssessmentRequest, RequestError
 from evals.metrics import Summary
@@ -257,7 +257,7 @@ class Assessor:
         """Play the plan with the participant (called `name` in the records), each question
         held while its episode plays; each record is appended to `folder` as it is made."""
         config = SessionConfig.of(plan.settings)
-        manager = SessionManager(plan.catalog, config, sandbox=self._sandbox)
+        manager = EpisodeManager(plan.catalog, config, sandbox=self._sandbox)
         assessment = Assessment(manager, self.seats)
         run_config = {"policy": name, **plan.config}
         if folder is not None:

@@ -7,11 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from env_core.asgi import listening_socket
 from env_core.extras import require_extra
 from env_core.settings import ASSESSMENT_GROUP, GROUPS, Settings, add_arguments, argument_type
 from evals.cli import POLICIES, add_llm_arguments, build_policy, episode_count
 from evals.green.origins import origin_of
+from serving.asgi import listening_socket
 
 A2A_PROTOCOL = "A2A protocols 1.0 and 0.3.0"
 TOKEN_VARIABLE = "SQLENV_ASSESSMENT_TOKEN"
@@ -161,7 +161,7 @@ def card_url_of(args: argparse.Namespace, settings: Settings) -> str:
 
 
 def serve(app, settings: Settings, name: str, card_url: str) -> None:
-    from env_core.http_protocol import serve as serve_http
+    from serving.http_protocol import serve as serve_http
 
     listener = listening_socket(settings.host, settings.port)
     print(f"sqlenv {name}: serving A2A at {card_url}", file=sys.stderr, flush=True)

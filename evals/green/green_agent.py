@@ -26,9 +26,8 @@ from a2a.types import (
 )
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
-from env_core.asgi import App, Receive, Scope, Send
 from env_core.errors import shown
-from env_core.sessions import SessionConfig
+from env_core.manager import SessionConfig
 from env_core.settings import Settings
 from env_core.tools import tools_for
 from evals.green import a2a, wire
@@ -36,6 +35,7 @@ from evals.green.assessor import AssessmentResult, Assessor, EpisodeBrief, Plan
 from evals.green.request import RequestError, parse_request
 from evals.report import summary_rows, text_table
 from evals.run_folder import Run, RunFolder
+from serving.asgi import App, Receive, Scope, Send
 from sqlenv_mcp.assessment import Seats, routed_seat
 from sqlenv_mcp.server import BearerAuth, HttpSettings, build_assessment_server, http_app
 

@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from env_core.calls import drive
 from env_core.catalog import Catalog, Question
-from evals.doors.mcp_door import MCPConnection, episode_start, tool_result
+from evals.door_clients.mcp_door import MCPConnection, episode_start, tool_result
 from evals.green import a2a
 from evals.green.origins import AllowedOrigins, Origin
 from evals.plan import EpisodeTask

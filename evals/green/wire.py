@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from env_core import asgi, json_limits
+from serving import asgi, json_limits
 
 NOT_JSON = "the request body is not JSON"
 NOT_UNICODE = "a request must be valid Unicode text (it holds a lone surrogate)"

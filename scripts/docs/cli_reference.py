@@ -20,12 +20,12 @@ from pathlib import Path
 from doc_examples import REPO, environment, fence, workdir
 
 PACKAGE = "sqlenv-mcp"
-SOURCE_PACKAGES = ("env_core", "sqlenv_mcp", "adapters", "training", "evals")
+SOURCE_PACKAGES = ("env_core", "serving", "sqlenv_mcp", "doors", "training", "evals")
 # Modules run with `python -m` that start a console script under another name.
 ALIASES = {
     "env_core.cli": "sqlenv",
     "sqlenv_mcp": "sqlenv-mcp",
-    "adapters.commands": "sqlenv-openenv",
+    "doors.commands": "sqlenv-openenv",
 }
 
 

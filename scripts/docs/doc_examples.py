@@ -140,7 +140,7 @@ def mcp_http_server() -> str:
 
 def _local_server(command: list[str], health_path: str) -> str:
     sys.path.insert(0, str(REPO))
-    from evals.local_server import LocalServer
+    from serving.local_server import LocalServer
 
     previous = dict(os.environ)
     os.environ.clear()

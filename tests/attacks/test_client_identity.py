@@ -1,7 +1,7 @@
 """Who a client is, as the servers see it, each a real process on 127.0.0.1: its own address,
 whatever it says about itself; `X-Forwarded-For` only from the proxies the operator names
 (`--trusted-proxies`); and at most `--max-sockets-per-client` TCP connections from one address,
-on the MCP, OpenEnv and A2A servers alike (env_core/http_protocol.py).
+on the MCP, OpenEnv and A2A servers alike (serving/http_protocol.py).
 
 A second client is a second loopback address: a socket bound to 127.0.0.2 before it connects.
 """
@@ -22,11 +22,11 @@ import pytest
 from served_episodes import MCP_HEADERS, MCP_INITIALIZE
 from websockets.sync.client import connect as connect_websocket
 
-from evals.local_server import LocalServer
+from serving.local_server import LocalServer
 
 SOCKETS = 4
 MCP = (["sqlenv_mcp", "--transport", "http"], "/healthz")
-OPENENV = (["adapters.commands"], "/health")
+OPENENV = (["doors.commands"], "/health")
 A2A = (["env_core.cli", "purple", "--policy", "random"], "/.well-known/agent-card.json")
 
 

@@ -29,10 +29,10 @@ from process_memory import MIB, PeakRSS, tree_rss
 from served_episodes import MCP_HEADERS, MCP_INITIALIZE, mcp_reply
 from websockets.sync.client import connect as connect_websocket
 
-from env_core.http_protocol import REQUEST_S
-from env_core.json_limits import TOO_MANY
 from env_core.settings import Settings
-from evals.local_server import LocalServer
+from serving.http_protocol import REQUEST_S
+from serving.json_limits import TOO_MANY
+from serving.local_server import LocalServer
 from sqlenv_mcp.guard import ID_RUNNING, REPLACEABLE_AFTER_S
 
 pytestmark = pytest.mark.anyio
@@ -66,7 +66,7 @@ def mcp_server(cache_dir):
 
 @pytest.fixture
 def openenv_server(cache_dir):
-    server = serve(["adapters.commands"], "/health", *FAIR_USE)
+    server = serve(["doors.commands"], "/health", *FAIR_USE)
     yield server
     server.stop()
 
@@ -370,7 +370,7 @@ def test_an_openenv_session_id_is_honoured_only_from_its_client(openenv_server):
 
 
 def test_the_web_seed_must_be_a_plain_whole_number():
-    from adapters.openenv.web import MAX_SEED_DIGITS, seed_option
+    from doors.openenv.web import MAX_SEED_DIGITS, seed_option
 
     assert seed_option(" 7 ") == {"seed": 7} and seed_option("") == {}
     for typed in ("²", "1e3", "-1", "9" * (MAX_SEED_DIGITS + 1)):
@@ -384,7 +384,7 @@ def test_the_web_seed_must_be_a_plain_whole_number():
 def test_a_server_started_for_an_evaluation_stops_when_the_evaluation_is_killed(cache_dir):
     script = (
         "import sys, time\n"
-        "from evals.local_server import LocalServer\n"
+        "from serving.local_server import LocalServer\n"
         "server = LocalServer([sys.executable, '-m', 'sqlenv_mcp', '--transport', 'http'],"
         " '/healthz')\n"
         "print(server.process.pid, flush=True)\n"

@@ -17,7 +17,7 @@ from process_memory import MIB, PeakRSS
 from served_episodes import Call, episode
 
 from env_core.sandbox_worker import HEADROOM_BYTES
-from evals.local_server import LocalServer
+from serving.local_server import LocalServer
 
 pytestmark = pytest.mark.anyio
 DEV = "dev_without_wta_1"
@@ -29,7 +29,7 @@ CALL_BOUND_MIB = MEMORY_MB + HEADROOM_BYTES // MIB + 40
 NORMAL_SQL = "SELECT count(*) FROM singer ORDER BY 1"
 COMMANDS = {
     "mcp": (["-m", "sqlenv_mcp", "--transport", "http"], "/healthz"),
-    "openenv": (["-m", "adapters.commands"], "/health"),
+    "openenv": (["-m", "doors.commands"], "/health"),
 }
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from env_core.catalog import Catalog
-from evals.doors import Door
+from evals.door_clients import Door
 from evals.evaluate import evaluate
 from evals.policies import OraclePolicy, RandomPolicy
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from conformance_scripts import Script, all_scripts
 
-from adapters.trl import SQLEnvTRL
-from env_core.factory import open_sessions
-from evals.doors import Door, open_door
+from doors.trl import SQLEnvTRL
+from env_core.factory import open_manager
+from evals.door_clients import Door, open_door
 
 DOORS = ("inprocess", "mcp-stdio", "mcp-http", "openenv", "trl")
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,7 +71,7 @@ def replay_door(door: Door, scripts: list[Script]) -> list[list[Outcome]]:
 
 
 def replay_trl(spec, scripts: list[Script]) -> list[list[Outcome]]:
-    manager = open_sessions(spec.settings)
+    manager = open_manager(spec.settings)
     environment = SQLEnvTRL(manager)
     episodes = []
     for script in scripts:

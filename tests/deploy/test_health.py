@@ -18,7 +18,7 @@ from served_episodes import episode
 
 from env_core.errors import ServerBusyError
 from env_core.sandbox import NO_WORKER_STARTS
-from evals.local_server import LocalServer
+from serving.local_server import LocalServer
 
 TOKEN = "s3cret"
 # door: (module and options, health path, unhealthy status)
@@ -28,7 +28,7 @@ DOORS = {
         "/healthz",
         "unavailable",
     ),
-    "openenv": (["adapters.commands"], "/health", "unhealthy"),
+    "openenv": (["doors.commands"], "/health", "unhealthy"),
 }
 # Sorted, so only a worker runs it the first time (see env_core.programs).
 SQL = "SELECT count(*) FROM books ORDER BY 1"

@@ -20,11 +20,11 @@ from docker_host import REPOSITORY, Container, docker, docker_daemon
 from mcp_inspector import EPISODE_TOOLS, call_tool, http, list_tools, require_inspector
 from web_player import browser_page, play_gold_episode
 
-from adapters.trl import SQLEnvTRL
-from adapters.trl.remote import RemoteSQLEnvTRL
+from doors.trl import SQLEnvTRL
+from doors.trl.remote import RemoteSQLEnvTRL
 from env_core.answers import gold_as_json
-from env_core.sessions import SessionManager
-from evals.doors import InProcessDoor, open_door
+from env_core.manager import EpisodeManager
+from evals.door_clients import InProcessDoor, open_door
 from evals.evaluate import evaluate
 from evals.policies import OraclePolicy
 
@@ -99,7 +99,7 @@ def test_typed_client_episodes_over_the_websocket_get_the_engines_rewards(openen
 
 def test_trl_environment_pointed_at_the_container_plays_as_in_process(openenv, spider_catalog):
     question = spider_catalog.question(QUESTION)
-    manager = SessionManager(spider_catalog)
+    manager = EpisodeManager(spider_catalog)
     played = []
     with RemoteSQLEnvTRL(openenv.url) as remote:
         for environment in (SQLEnvTRL(manager), remote):

@@ -18,7 +18,7 @@ import pytest
 from websockets.sync.client import connect as connect_websocket
 
 from deploy.serve_replicas import Ports, Replicas
-from evals.doors import DoorSpec, open_door
+from evals.door_clients import DoorSpec, open_door
 from evals.evaluate import evaluate
 from evals.play import EpisodeRecord
 from evals.policies import OraclePolicy

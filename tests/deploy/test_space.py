@@ -71,6 +71,6 @@ def test_openenv_push_accepts_the_folder_and_turns_the_web_page_on(space, tmp_pa
 
 
 def test_the_spaces_client_module_is_the_typed_client(space):
-    from adapters.openenv.client import SQLEnvClient
+    from doors.openenv.client import SQLEnvClient
 
     assert runpy.run_path(str(space / "client.py"))["SQLEnvClient"] is SQLEnvClient

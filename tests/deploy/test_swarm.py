@@ -26,10 +26,10 @@ from openenv.core.containers.runtime.providers import DockerSwarmProvider
 from test_image import IMAGE, SPLIT
 from test_replicas import open_mcp_session, play_in_threads
 
-from adapters.openenv.client import SQLEnvClient
 from deploy.swarm_stack import SwarmStack, build_balancer, docker
+from doors.openenv.client import SQLEnvClient
 from env_core.answers import gold_as_json
-from evals.doors import DoorSpec, open_door
+from evals.door_clients import DoorSpec, open_door
 from evals.policies import OraclePolicy
 
 BALANCER = "sqlenv-balancer:test"

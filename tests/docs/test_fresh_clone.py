@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mcp_inspector import call_tool, http, require_inspector, run
 
-from evals.local_server import LocalServer
+from serving.local_server import LocalServer
 
 REPO = Path(__file__).resolve().parents[2]
 

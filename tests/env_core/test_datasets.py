@@ -11,7 +11,7 @@ import pytest
 
 from env_core.catalog import Catalog
 from env_core.errors import DataError
-from env_core.factory import open_sessions
+from env_core.factory import open_manager
 from env_core.oracle import play_oracle
 from env_core.settings import Settings
 
@@ -38,7 +38,7 @@ def sqlenv(*args: str, cache_dir: Path) -> str:
 
 
 def oracle_success(settings: Settings) -> tuple[int, int]:
-    sessions = open_sessions(settings)
+    sessions = open_manager(settings)
     try:
         questions = sessions.catalog.questions(settings.split)
         solved = 0
@@ -69,7 +69,7 @@ def test_a_bird_folder_is_read_with_its_difficulty_and_exclusions(bird_dir, cach
 def test_bird_evidence_is_shown_with_the_question_unless_turned_off(bird_dir, cache_dir):
     settings = Settings(data_dir=str(bird_dir), cache_dir=str(cache_dir))
     for evidence, shown in ((True, True), (False, False)):
-        sessions = open_sessions(settings.replace(evidence=evidence))
+        sessions = open_manager(settings.replace(evidence=evidence))
         try:
             episode = sessions.create(question_id="dev:0")
             assert episode.question.dataset == "bird"
@@ -106,7 +106,7 @@ def test_the_oracle_solves_every_kept_spider_dk_question(cache_dir):
         split="Spider-DK",
         cache_dir=str(cache_dir),
     )
-    sessions = open_sessions(settings)
+    sessions = open_manager(settings)
     split = sessions.catalog.splits["Spider-DK"]
     sessions.shutdown()
     assert len(split.questions) + len(split.excluded) == 535
@@ -118,7 +118,7 @@ def test_the_oracle_solves_every_kept_spider_dk_question(cache_dir):
 
 
 def test_describe_shows_birds_column_descriptions_compactly(bird_dir, cache_dir):
-    sessions = open_sessions(Settings(data_dir=str(bird_dir), cache_dir=str(cache_dir)))
+    sessions = open_manager(Settings(data_dir=str(bird_dir), cache_dir=str(cache_dir)))
     try:
         episode = sessions.create(question_id="dev:0")
         text = episode.call("describe", {"table": "Grants"}).text
@@ -200,7 +200,7 @@ def test_spider2_lite_answers_are_checked_on_condition_columns_against_any_resul
     spider2_lite_dir, cache_dir, question_id, answer, correct
 ):
     settings = Settings(data_dir=str(spider2_lite_dir), split="lite", cache_dir=str(cache_dir))
-    sessions = open_sessions(settings)
+    sessions = open_manager(settings)
     try:
         episode = sessions.create(question_id=question_id)
         episode.call("answer", {"value": json.dumps(answer)})
@@ -211,7 +211,7 @@ def test_spider2_lite_answers_are_checked_on_condition_columns_against_any_resul
 
 def test_a_spider2_lite_document_is_shown_with_its_question(spider2_lite_dir, cache_dir):
     settings = Settings(data_dir=str(spider2_lite_dir), split="lite", cache_dir=str(cache_dir))
-    sessions = open_sessions(settings)
+    sessions = open_manager(settings)
     try:
         text = sessions.create(question_id="lite:1").start.text
     finally:

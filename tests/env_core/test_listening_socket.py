@@ -6,7 +6,7 @@ import asyncio
 import os
 import socket
 
-from env_core.asgi import INHERITED_LISTENER_VARIABLE, listening_socket
+from serving.asgi import INHERITED_LISTENER_VARIABLE, listening_socket
 
 
 def test_accepted_connections_send_small_writes_at_once():

@@ -215,7 +215,7 @@ def test_only_a_select_is_compiled_to_see_if_it_is_bounded(open_executor, sql):
 
 
 def test_a_proof_holds_for_its_own_executor_only(open_executor, sandbox):
-    """Another session manager (another assessment) opens its own executor on the file."""
+    """Another episode manager (another assessment) opens its own executor on the file."""
     open_executor().query(CHEAP)
     assert not runs_without_the_sandbox(open_executor(), sandbox, CHEAP)
 

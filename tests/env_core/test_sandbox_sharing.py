@@ -16,6 +16,7 @@ from adversarial import CONCERT
 
 from env_core.errors import QueryTimeoutError, ServerBusyError, error_data
 from env_core.executor import ExecutorLimits
+from env_core.manager import EpisodeManager, SessionConfig
 from env_core.sandbox import (
     START_RETRY_S,
     STARTER_THREAD,
@@ -24,7 +25,6 @@ from env_core.sandbox import (
     finish_async,
     waiting_limit,
 )
-from env_core.sessions import SessionConfig, SessionManager
 
 # ~0.06 s in a worker on a quick machine, ~0.15 s on a slower one.
 SLOW = (
@@ -162,12 +162,12 @@ def manager(spider_catalog):
     config = SessionConfig(
         split="dev_without_wta_1", max_steps=5, sql_workers=1, limits=SHORT_LIMITS
     )
-    sessions = SessionManager(spider_catalog, config)
+    sessions = EpisodeManager(spider_catalog, config)
     yield sessions
     sessions.shutdown()
 
 
-def concert_episode(manager: SessionManager):
+def concert_episode(manager: EpisodeManager):
     return manager.create(db_id=CONCERT)
 
 
@@ -235,7 +235,7 @@ def test_a_call_when_no_worker_can_start_spends_no_step(manager, monkeypatch):
 
 def test_a_clients_episodes_hold_up_another_clients_by_one_call_each(spider_catalog):
     config = SessionConfig(split="dev_without_wta_1", sql_workers=1)
-    manager = SessionManager(spider_catalog, config)
+    manager = EpisodeManager(spider_catalog, config)
     finished: list[str] = []
 
     def run(name: str, client: str, sql: str | None = None) -> None:

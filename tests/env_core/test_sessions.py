@@ -9,7 +9,7 @@ from env_core.errors import (
     QueryFailedError,
     UnknownEpisodeError,
 )
-from env_core.sessions import SessionConfig, SessionManager
+from env_core.manager import EpisodeManager, SessionConfig
 
 DEV = "dev_without_wta_1"
 
@@ -24,7 +24,7 @@ class FakeClock:
 
 @pytest.fixture
 def manager(spider_catalog):
-    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, max_episodes=8))
+    sessions = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_episodes=8))
     yield sessions
     sessions.shutdown()
 
@@ -120,7 +120,7 @@ def test_a_refused_call_names_a_long_tool_short(manager):
 
 def test_idle_episodes_are_reaped_after_the_ttl(spider_catalog):
     clock = FakeClock()
-    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, idle_ttl_s=60), clock=clock)
+    sessions = EpisodeManager(spider_catalog, SessionConfig(split=DEV, idle_ttl_s=60), clock=clock)
     idle = sessions.create(seed=1)
     busy = sessions.create(seed=2)
     clock.now += 50
@@ -135,7 +135,7 @@ def test_idle_episodes_are_reaped_after_the_ttl(spider_catalog):
 
 
 def test_background_reaper_closes_idle_episodes(spider_catalog):
-    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, idle_ttl_s=0.05))
+    sessions = EpisodeManager(spider_catalog, SessionConfig(split=DEV, idle_ttl_s=0.05))
     sessions.start_reaper(interval_s=0.02)
     sessions.create(seed=1)
     done = threading.Event()
@@ -150,7 +150,7 @@ def test_background_reaper_closes_idle_episodes(spider_catalog):
 
 
 def test_eight_threads_two_hundred_episodes_each_without_cross_talk(spider_catalog):
-    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, max_episodes=64))
+    sessions = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_episodes=64))
     failures: list[str] = []
 
     def worker(thread: int) -> None:
@@ -187,7 +187,7 @@ def test_a_database_broken_after_loading_fails_clearly_and_alone(tmp_path):
     from env_core.errors import DataError
 
     data_dir = demo_data_dir(tmp_path)
-    sessions = SessionManager(Catalog.load(data_dir, ["dev"], cache_dir=tmp_path))
+    sessions = EpisodeManager(Catalog.load(data_dir, ["dev"], cache_dir=tmp_path))
     (data_dir / "database" / "farm_shop" / "farm_shop.sqlite").write_bytes(b"corrupted" * 500)
     with pytest.raises(DataError, match="'farm_shop' cannot be opened right now") as raised:
         sessions.create(db_id="farm_shop", seed=1)
@@ -199,7 +199,7 @@ def test_a_database_broken_after_loading_fails_clearly_and_alone(tmp_path):
 
 
 def test_episodes_on_one_database_share_its_connection_until_the_last_ends(spider_catalog):
-    manager = SessionManager(spider_catalog, SessionConfig(split=DEV, max_episodes=8))
+    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_episodes=8))
     first = manager.create(db_id="concert_singer", seed=1)
     second = manager.create(db_id="concert_singer", seed=2)
     other = manager.create(db_id="pets_1", seed=1)

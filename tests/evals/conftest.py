@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from evals.doors import DoorSpec
+from evals.door_clients import DoorSpec
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,8 @@ import pytest
 from env_core.errors import DataError
 from env_core.settings import Settings
 from evals import DoorSpec, OraclePolicy, RandomPolicy, evaluate, open_door
-from evals.doors import mcp_door
-from evals.local_server import LocalServer
+from evals.door_clients import mcp_door
+from serving.local_server import LocalServer
 
 EPISODES = 50
 SEED = 11
@@ -57,7 +57,7 @@ def test_every_door_gives_the_in_process_records(kind, spec_for, in_process):
 
 SERVERS = {
     "mcp-http": (["sqlenv_mcp", "--transport", "http"], "/healthz"),
-    "openenv": (["adapters.commands"], "/health"),
+    "openenv": (["doors.commands"], "/health"),
 }
 
 

@@ -1,5 +1,5 @@
 """The LLM policies with a real tiny model built here: in process through `transformers`, and
-over HTTP through a real OpenAI-compatible server (`evals.llm.serve`) running that model.
+over HTTP through a real OpenAI-compatible server (`tests/llm_server.py`) running that model.
 
 The model is the training pipeline's tiny mode: a tiny Qwen3 built locally and warm-started by
 SFT on oracle transcripts of the demo data, so its turns are mostly real tool calls."""
@@ -15,8 +15,8 @@ from env_core.cli import main as sqlenv
 from evals import evaluate, open_door
 from evals.llm.hf_chat import HFChatPolicy
 from evals.llm.settings import GenerationSettings
-from evals.local_server import LocalServer
 from evals.run_folder import RunFolder
+from serving.local_server import LocalServer
 from training.config import load_config, tiny_config
 from training.sft import run_sft
 
@@ -73,7 +73,7 @@ def test_the_hf_policy_plays_episodes_to_the_end_counting_malformed_calls(hf_res
 def test_the_openai_policy_plays_through_a_real_local_server(
     demo_spec, tiny_model, hf_result, tmp_path
 ):
-    command = [sys.executable, "-m", "evals.llm.serve", "--model", str(tiny_model)]
+    command = [sys.executable, "-m", "tests.llm_server", "--model", str(tiny_model)]
     server = LocalServer([*command, "--name", "tiny"], "/health")
     try:
         models = httpx.get(f"{server.url}/v1/models").json()

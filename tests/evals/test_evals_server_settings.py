@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from env_core.cli import main as sqlenv
-from evals.local_server import LocalServer
+from serving.local_server import LocalServer
 
 SERVERS = {
-    "openenv": (["adapters.commands"], "/health"),
+    "openenv": (["doors.commands"], "/health"),
     "mcp-http": (["sqlenv_mcp", "--transport", "http"], "/healthz"),
 }
 

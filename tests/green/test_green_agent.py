@@ -33,11 +33,11 @@ from a2a.utils.errors import A2AError
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from env_core import asgi
-from env_core.asgi import bound_socket
 from env_core.cli import main as sqlenv
 from evals.green import a2a
-from evals.local_server import LocalServer
+from serving import asgi
+from serving.asgi import bound_socket
+from serving.local_server import LocalServer
 
 pytestmark = pytest.mark.anyio
 DEV = "dev_without_wta_1"

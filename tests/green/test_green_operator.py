@@ -31,10 +31,10 @@ from google.protobuf.json_format import MessageToDict
 from process_memory import MIB, PeakRSS, tree_rss
 from test_green_agent import DEV, serving, start_agent
 
-from env_core.asgi import bound_socket
 from evals.green import a2a
 from evals.plan import plan_episodes
 from evals.run_folder import RunFolder
+from serving.asgi import bound_socket
 
 pytestmark = pytest.mark.anyio
 TOKEN = "operator-secret"

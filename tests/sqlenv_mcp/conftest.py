@@ -11,9 +11,9 @@ def anyio_backend():
 
 @pytest.fixture
 def manager(spider_catalog):
-    from env_core.sessions import SessionConfig, SessionManager
+    from env_core.manager import EpisodeManager, SessionConfig
 
-    sessions = SessionManager(spider_catalog, SessionConfig(split=DEV, max_episodes=32))
+    sessions = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_episodes=32))
     yield sessions
     sessions.shutdown()
 

@@ -11,7 +11,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import InitializeResult
 
-from evals.local_server import LocalServer
+from serving.local_server import LocalServer
 
 
 def stdio_params(*args: str) -> StdioServerParameters:

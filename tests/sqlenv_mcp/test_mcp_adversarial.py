@@ -7,8 +7,8 @@ from mcp_processes import stdio_session
 
 from env_core.errors import QueryRejectedError, ToolError
 from env_core.executor import ExecutorLimits, ReadOnlyExecutor
+from env_core.manager import SessionConfig
 from env_core.render import error_text
-from env_core.sessions import SessionConfig
 
 pytestmark = pytest.mark.anyio
 TIMEOUT_S = 0.5

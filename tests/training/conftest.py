@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from env_core.sessions import SessionConfig, SessionManager
+from env_core.manager import EpisodeManager, SessionConfig
 
 for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ[name] = "1"
@@ -17,7 +17,7 @@ SPIDER_DEV = "dev_without_wta_1"
 
 
 @pytest.fixture
-def spider_manager(spider_catalog) -> SessionManager:
-    manager = SessionManager(spider_catalog, SessionConfig(split=SPIDER_DEV))
+def spider_manager(spider_catalog) -> EpisodeManager:
+    manager = EpisodeManager(spider_catalog, SessionConfig(split=SPIDER_DEV))
     yield manager
     manager.shutdown()

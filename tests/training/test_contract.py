@@ -4,7 +4,7 @@ template (Qwen3's, which TRL swaps for its training template while it trains) an
 
 Every path runs for real and the model's `generate` records what it is given: GRPOTrainer with
 `environment_factory`, the HF policy through `evals.play.play_episode`, and the OpenAI policy
-through HTTP to the local OpenAI-compatible server (`evals.llm.serve`) loading the same model.
+through HTTP to the local OpenAI-compatible server (`tests/llm_server.py`) loading the same model.
 """
 
 from __future__ import annotations
@@ -20,16 +20,16 @@ from transformers import AutoTokenizer, Qwen3ForCausalLM
 from trl import GRPOConfig, GRPOTrainer
 from trl.chat_template_utils import qwen2_5_chat_template
 
-from adapters.trl import SQLEnvTRL, environment_factory
+from doors.trl import SQLEnvTRL, environment_factory
 from env_core.contract import INSTRUCTIONS, chat_tools, opening_messages
 from env_core.settings import Settings
 from env_core.tools import TOOLS
-from evals.doors import DoorSpec, InProcessDoor
+from evals.door_clients import DoorSpec, InProcessDoor
 from evals.llm.hf_chat import HFChatPolicy
 from evals.llm.openai_chat import OpenAIChatPolicy
-from evals.llm.serve import build_app
 from evals.plan import EpisodeTask
 from evals.play import play_episode
+from tests.llm_server import build_app
 from training.config import load_config, tiny_config
 from training.datasets import task_dataset
 from training.tiny import build_tiny
@@ -59,9 +59,9 @@ class FirstTurns:
 
 @pytest.fixture(scope="module")
 def tiny_dir(spider_catalog, tmp_path_factory):
-    from env_core.sessions import SessionConfig, SessionManager
+    from env_core.manager import EpisodeManager, SessionConfig
 
-    manager = SessionManager(spider_catalog, SessionConfig(split=DEV))
+    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV))
     environment = SQLEnvTRL(manager)
     questions = spider_catalog.questions(DEV)[:4]
     transcripts = [oracle_transcript(environment, question) for question in questions]

@@ -11,7 +11,7 @@ from trl.chat_template_utils import (
     qwen3_training_chat_template,
 )
 
-from adapters.trl import SQLEnvTRL
+from doors.trl import SQLEnvTRL
 from env_core.contract import opening_messages
 from training.datasets import choose_questions, task_dataset
 from training.tiny import build_tokenizer, render_corpus

@@ -1,0 +1,32 @@
+"""The in-process door: the engine's episode manager, called directly."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from env_core.episode import EpisodeStart, ToolResult
+from env_core.factory import open_manager
+from evals.door_clients.spec import DoorSpec
+
+
+class InProcessDoor:
+    def __init__(self, spec: DoorSpec) -> None:
+        self.spec = spec
+        self.sessions = open_manager(spec.settings)
+        self.catalog = self.sessions.catalog
+
+    def start(self, question_id: str) -> EpisodeStart:
+        return self.sessions.create(question_id=question_id).start
+
+    def step(self, episode_id: str, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
+        return self.sessions.step(episode_id, tool, arguments)
+
+    def end(self, episode_id: str) -> None:
+        self.sessions.close(episode_id)
+
+    def worker_spec(self) -> DoorSpec:
+        return self.spec
+
+    def close(self) -> None:
+        self.sessions.shutdown()
