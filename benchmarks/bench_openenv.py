@@ -62,8 +62,8 @@ from bench_engine import bare_call, bare_connection
 from adapters.openenv.client import SQLEnvClient
 from env_core.asgi import listening_socket
 from env_core.catalog import Catalog
-from env_core.executor import SCHEMAS
 from env_core.parent_watch import stop_with_parent
+from env_core.schemas import SCHEMAS
 from env_core.settings import Settings
 from evals.local_server import LocalServer
 
@@ -77,7 +77,7 @@ EPISODE_STEPS = 10
 MAX_STEPS = 1000  # the largest budget the server allows
 # The same query with new text each round (a comment that counts): ours runs every one in the
 # sandbox, where a repeated statement is answered with its kept result (see
-# `env_core.executor.KeptResults`). "all" is over LATENCY_CALLS, without it.
+# `env_core.reuse.KeptResults`). "all" is over LATENCY_CALLS, without it.
 NEW_QUERY = "query new"
 # A second copy of the no-op in the latency table: its ratio to the first is the run's noise.
 TWIN = "floor 2"

@@ -13,7 +13,8 @@ import pytest
 from mcp.types import JSONRPCMessage, JSONRPCResponse
 
 from env_core.errors import QueryRejectedError
-from env_core.executor import KEPT, PROVEN, ReadOnlyExecutor
+from env_core.executor import ReadOnlyExecutor
+from env_core.reuse import KEPT, PROVEN
 from env_core.sessions import SessionConfig, SessionManager
 from sqlenv_mcp.results import step_result
 

@@ -13,7 +13,7 @@ import pytest
 
 from env_core import render
 from env_core.catalog import Catalog
-from env_core.executor import Column, ForeignKey, QueryResult, TableSchema
+from env_core.render import Column, ForeignKey, QueryResult, TableSchema
 from env_core.sessions import SessionConfig, SessionManager
 
 TITLE = "\x1b]0;pwned\x07"  # OSC: set the terminal's title

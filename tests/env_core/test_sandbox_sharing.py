@@ -15,7 +15,7 @@ import pytest
 from adversarial import CONCERT
 
 from env_core.errors import QueryTimeoutError, ServerBusyError, error_data
-from env_core.executor import ExecutorLimits
+from env_core.executor_limits import ExecutorLimits
 from env_core.sandbox import (
     START_RETRY_S,
     STARTER_THREAD,

@@ -9,7 +9,7 @@ from transformers.utils import get_json_schema
 
 from adapters.trl import SQLEnvTRL, environment_factory, episode_reward, tool_methods
 from env_core.calls import ToolCall, drive
-from env_core.executor import ExecutorLimits
+from env_core.executor_limits import ExecutorLimits
 from env_core.oracle import oracle_calls
 from env_core.sessions import SessionManager
 from env_core.tools import TOOLS, TOOLS_BY_NAME
