@@ -34,7 +34,8 @@ from adversarial import CONCERT, HOSTILE_ANSWERS, RESOURCE_ATTACKS
 from process_memory import MIB, PeakRSS, tree_rss
 from served_episodes import MCP_HEADERS, MCP_INITIALIZE, episode
 
-from env_core.executor import KEPT, ReadOnlyExecutor
+from env_core.executor import ReadOnlyExecutor
+from env_core.reuse import KEPT
 from env_core.sandbox import Sandbox
 from serving.local_server import LocalServer
 
@@ -183,7 +184,7 @@ async def normal_query_table(door: str, server: LocalServer, database: Path, rou
     calls = itertools.count()
     old = p50_us(lambda: before.query(NORMAL_SQL), rounds)
     # New text each call: the sandbox runs every one. A repeated one is answered with its kept
-    # result (env_core.executor.KeptResults), or, when none is kept, runs in process once the
+    # result (env_core.reuse.KeptResults), or, when none is kept, runs in process once the
     # sandbox has proven it cheap (ProvenStatements).
     new = p50_us(lambda: after.query(f"{NORMAL_SQL} -- call {next(calls)}"), rounds)
     kept = p50_us(lambda: after.query(NORMAL_SQL), rounds)

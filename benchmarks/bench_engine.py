@@ -22,13 +22,13 @@ from collections import defaultdict
 from pathlib import Path
 
 from env_core.catalog import Catalog
-from env_core.executor import quote_identifier
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.read_only import quote_identifier
+from env_core.manager import SessionConfig, EpisodeManager
 from env_core.sql_analysis import referenced_tables
 
 # The first call of each distinct sample and query: ours runs a query's in the sandbox unless
 # its program is bounded (see `env_core.programs`), and answers later calls of the same with the
-# result kept (see `env_core.executor.KeptResults`).
+# result kept (see `env_core.reuse.KeptResults`).
 FIRST_CALL = {"sample": "sample 1st", "query": "query 1st"}
 WHERE_RUN = {False: "query 1st, in process", True: "query 1st, in a worker"}
 

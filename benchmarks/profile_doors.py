@@ -49,7 +49,7 @@ ENGINE_CALLS = 10  # times --calls: an in-process call is short, and needs more 
 # What the innermost frame's file belongs to: the first group whose pattern matches its path.
 GROUPS = [
     ("SQL worker process", r"^WORKER"),
-    ("engine: SQL in process", r"^env_core/executor"),
+    ("engine: SQL in process", r"^env_core/(executor|read_only|result_budget|reuse|schemas)"),
     ("engine: SQL worker hop", r"^env_core/sandbox"),
     ("engine: text rendering", r"^env_core/render"),
     ("engine: call bookkeeping", r"^env_core/(episode|tools|rewards|sessions|errors)"),

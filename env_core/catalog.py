@@ -28,12 +28,16 @@ from pathlib import Path
 from env_core import sql_analysis
 from env_core.answers import GoldAnswer
 from env_core.errors import DataError, ToolError, UnknownQuestionError, shown
-from env_core.executor import ExecutorLimits, ReadOnlyExecutor
+from env_core.executor import ReadOnlyExecutor
+from env_core.executor_limits import ExecutorLimits
 from env_core.layouts import ColumnNotes, Layout, QuestionRecord, detect_layout
 
 MAX_GOLD_ROWS = 100
 MAX_GOLD_RESULT_BYTES = 1024 * 1024
-_PREPARING_CODE = ("catalog.py", "layouts.py", "sql_analysis.py", "executor.py", "answers.py")
+_PREPARING_CODE = (
+    *("catalog.py", "layouts.py", "sql_analysis.py", "answers.py"),
+    *("executor.py", "read_only.py", "result_budget.py", "schemas.py"),
+)
 # A cache file is this header, the SHA-256 of the rest, a newline, then the split as JSON.
 _CACHE_HEADER = b"sqlenv catalog sha256:"
 

@@ -24,7 +24,8 @@ from env_core.errors import (
     UnknownEpisodeError,
     shown,
 )
-from env_core.executor import ExecutorLimits, ReadOnlyExecutor
+from env_core.executor import ReadOnlyExecutor
+from env_core.executor_limits import ExecutorLimits
 from env_core.rewards import PROFILES, RewardConfig
 from env_core.sandbox import Sandbox, Work, finish
 from env_core.settings import Settings

@@ -1,7 +1,7 @@
 """Agent SQL whose work is bounded by what SQLite compiled it to, before it has ever run.
 
 A sandbox worker bounds any statement (see `env_core.sandbox`), and one it ran quickly may run
-in process after (`executor.ProvenStatements`). Some statements need no worker even the first
+in process after (`reuse.ProvenStatements`). Some statements need no worker even the first
 time, and this module tells which, in two steps:
 
 1. `worth_compiling`: compiling the statement takes little, by its text alone. What makes a

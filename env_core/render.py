@@ -1,4 +1,5 @@
-"""Renderings of tool results: compact text for language models, plain data for programs.
+"""Tool results (a query's rows, a table's schema) and their renderings: compact text for
+language models, plain data for programs.
 
 Names and values come from databases and agents, and the text is shown in terminals and logs:
 control characters in it are written as escapes (``\\x1b``, ``\\n``), never sent raw. The data
@@ -7,13 +8,12 @@ renderings keep every value exact.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from env_core.executor import Cell, QueryResult, TableSchema
+from dataclasses import dataclass
+from typing import Any
 
 # C0 controls but tab (harmless, and common in data), DEL and the C1 controls.
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
@@ -28,6 +28,71 @@ MAX_LISTED_CHARS = 4_000
 NOTE_CHARS = 60
 # Where to see every table when a list of them is cut.
 ALL_TABLES = "tables: SELECT name FROM sqlite_master WHERE type = 'table' lists them"
+
+
+Cell = int | float | str | None
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    truncated: bool
+    elapsed_ms: float
+    # Whether running the statement again does the same work: it called no function whose
+    # value changes from run to run (`env_core.read_only.StatementGuard`). Known only where
+    # statements are compiled afresh, as in a sandbox worker.
+    repeatable: bool = True
+    # Its one row was wider than the result's budget, and its texts were cut to fit.
+    narrowed: bool = False
+
+    @functools.cached_property
+    def text(self) -> str:
+        """The rows as a language model reads them, rendered once: a kept result is given
+        again and again."""
+        return rows_text(self)
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    primary_key: bool
+    not_null: bool
+
+
+@dataclass(frozen=True)
+class ForeignKey:
+    column: str
+    ref_table: str
+    ref_column: str | None
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    name: str
+    columns: tuple[Column, ...]
+    foreign_keys: tuple[ForeignKey, ...]
+    # None for a view or a virtual table (counting would run the file's SQL or module code),
+    # and for a table too large to count within the query timeout.
+    row_count: int | None
+    # Reading it evaluates expressions: a view, a virtual table, or generated columns.
+    computed: bool = False
+    # The definition of a view or virtual table (its columns are known once it is read, in
+    # the sandbox).
+    definition: str | None = None
+    kind: str = "table"  # "table", "view" or "virtual table"
+
+    @functools.cached_property
+    def text(self) -> str:
+        """The table as a language model reads it, rendered once: a schema is read once."""
+        return schema_text(self)
+
+    @functools.cached_property
+    def shown(self) -> tuple[int, int]:
+        """How many of its columns and foreign keys its renderings show (the rest would not
+        fit their budget)."""
+        return schema_parts_shown(self)
 
 
 def visible(text: str) -> str:

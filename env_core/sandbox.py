@@ -41,7 +41,7 @@ from env_core import errors
 from env_core.errors import QueryRejectedError, QueryTimeoutError, ServerBusyError, SQLEnvError
 
 if TYPE_CHECKING:
-    from env_core.executor import ExecutorLimits
+    from env_core.executor_limits import ExecutorLimits
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def _fields(limits: ExecutorLimits) -> tuple:
 
 
 Result = TypeVar("Result")
-# What a worker sends back for a job: the fields of an `executor.QueryResult`.
+# What a worker sends back for a job: the fields of a `render.QueryResult`.
 Rows = tuple
 # A call's work: it yields (runner, job) pairs, receives each job's rows and returns its result.
 # The runner is the `Sandbox`, or a `SharedRun` of the same job made by another call, which

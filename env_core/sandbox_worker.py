@@ -18,7 +18,8 @@ import traceback
 from collections import OrderedDict
 
 from env_core.errors import QueryRejectedError, SQLEnvError, ToolError
-from env_core.executor import ExecutorLimits, ReadOnlyExecutor
+from env_core.executor import ReadOnlyExecutor
+from env_core.executor_limits import ExecutorLimits
 from env_core.sandbox import HEADER, OPEN_DATABASES
 
 # Room beside the budget for the interpreter, the connection caches and one result.

@@ -37,10 +37,10 @@ from typing import Any
 from env_core.calls import Play, ToolCall, drive
 from env_core.catalog import Question
 from env_core.episode import MAX_ANSWER_CHARS
-from env_core.executor import quote_identifier
 from env_core.factory import load_catalog
 from env_core.manager import EpisodeManager, SessionConfig
 from env_core.oracle import oracle_calls
+from env_core.read_only import quote_identifier
 from env_core.rewards import RewardConfig
 from env_core.settings import Settings
 from evals.metrics import Z_95

@@ -26,7 +26,9 @@ from env_core.errors import (
     error_data,
     shown,
 )
-from env_core.executor import ExecutorLimits, ReadOnlyExecutor, TableSchema
+from env_core.executor import ReadOnlyExecutor
+from env_core.executor_limits import ExecutorLimits
+from env_core.render import TableSchema
 from env_core.sandbox import Sandbox, finish_async
 from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec, check_arguments, check_names, tools_for
 from sqlenv_mcp.agent_tools import AgentToolServer, Handler, take

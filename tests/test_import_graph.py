@@ -32,15 +32,12 @@ def module_name(path: Path) -> str:
 
 
 def imports_of(path: Path) -> set[str]:
-    """Every module a file imports when it runs, at the top or inside functions (imports for
-    type checkers only are left out)."""
+    """Every module a file imports, at the top, inside functions or for type checkers only (a
+    name a module needs only to be checked is still a name it depends on)."""
     found = set()
     pending = [ast.parse(path.read_text(), str(path))]
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            pending.extend(node.orelse)
-            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -61,26 +58,48 @@ def project_imports(module: str) -> set[str]:
     return {name for name in MODULES[module] if name in MODULES and name != module}
 
 
-def test_no_module_imports_itself_back():
-    visiting, done, cycles = [], set(), []
+def floors() -> tuple[dict[str, int], list[list[str]]]:
+    """Each module's floor (0: it imports no project module; n: it imports modules of floors
+    below n only), and the circles found on the way, which leave floors meaningless."""
+    visiting, floor, cycles = [], {}, []
 
-    def visit(module: str) -> None:
+    def visit(module: str) -> int:
         if module in visiting:
             cycles.append([*visiting[visiting.index(module) :], module])
-            return
-        if module in done:
-            return
-        visiting.append(module)
-        for imported in sorted(project_imports(module)):
+            return 0
+        if module not in floor:
+            visiting.append(module)
             # A package's __init__ importing its own submodules is not a circle.
-            if not imported.startswith(module + "."):
+            below = [
                 visit(imported)
-        visiting.pop()
-        done.add(module)
+                for imported in sorted(project_imports(module))
+                if not imported.startswith(module + ".")
+            ]
+            visiting.pop()
+            floor[module] = 1 + max(below, default=-1)
+        return floor[module]
 
     for module in sorted(MODULES):
         visit(module)
+    return floor, cycles
+
+
+def floors_text(floor: dict[str, int]) -> str:
+    lines = ["The import graph by floor (n: imports only modules of floors below n):"]
+    for package in PACKAGES:
+        lines.append(package)
+        modules = [module for module in sorted(floor) if module.split(".")[0] == package]
+        for level in sorted({floor[module] for module in modules}):
+            names = [module for module in modules if floor[module] == level]
+            lines.append(f"  {level:2}  {', '.join(names)}")
+    return "\n".join(lines)
+
+
+def test_no_module_imports_itself_back():
+    """With -s, prints each package's modules by floor."""
+    floor, cycles = floors()
     assert cycles == []
+    print(f"\n{floors_text(floor)}")
 
 
 @pytest.mark.parametrize("package", PACKAGES)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from env_core.episode import ToolResult
-from env_core.executor import quote_identifier
+from env_core.read_only import quote_identifier
 from evals.policy import EpisodeContext, Play, ToolCall
 
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from env_core.errors import DataError, InvalidArgumentError, QueryFailedError, UnknownTableError
-from env_core.executor import Column, ExecutorLimits, ForeignKey, ReadOnlyExecutor
+from env_core.executor import ReadOnlyExecutor
+from env_core.executor_limits import ExecutorLimits
+from env_core.render import Column, ForeignKey
 
 CONCERT_TABLES = ("concert", "singer", "singer_in_concert", "stadium")
 

@@ -37,7 +37,9 @@ from env_core.errors import (
     QueryTimeoutError,
     ToolError,
 )
-from env_core.executor import ExecutorLimits, QueryResult, ReadOnlyExecutor
+from env_core.executor import ReadOnlyExecutor
+from env_core.executor_limits import ExecutorLimits
+from env_core.render import QueryResult
 
 TIMEOUT_S = 0.5
 DEADLINE_MARGIN = 3  # a stopped query must end within 3x its deadline, on a noisy 2-core box

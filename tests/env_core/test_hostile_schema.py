@@ -17,7 +17,8 @@ import pytest
 from adversarial import cte_chain
 
 from env_core.errors import UnknownTableError
-from env_core.executor import ExecutorLimits, ReadOnlyExecutor
+from env_core.executor import ReadOnlyExecutor
+from env_core.executor_limits import ExecutorLimits
 from env_core.render import schema_text
 from sqlenv_mcp.explorer import listing_text
 
@@ -64,7 +65,8 @@ import json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 from pathlib import Path
 from env_core.errors import ToolError
-from env_core.executor import ExecutorLimits, ReadOnlyExecutor
+from env_core.executor import ReadOnlyExecutor
+from env_core.executor_limits import ExecutorLimits
 from env_core.render import schema_text
 from sqlenv_mcp.explorer import listing_text
 from env_core.sandbox import Sandbox

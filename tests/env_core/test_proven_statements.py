@@ -24,7 +24,8 @@ from process_memory import MIB, PAGE
 
 from env_core import programs
 from env_core.errors import QueryRejectedError, ToolError
-from env_core.executor import KEPT, PROVEN, CallKey, ReadOnlyExecutor
+from env_core.executor import ReadOnlyExecutor
+from env_core.reuse import KEPT, PROVEN, CallKey
 from env_core.sandbox import Sandbox
 
 CONCERT = "concert_singer"

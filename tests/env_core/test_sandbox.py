@@ -19,7 +19,9 @@ from env_core.errors import (
     QueryTimeoutError,
     ToolError,
 )
-from env_core.executor import ExecutorLimits, QueryResult, ReadOnlyExecutor
+from env_core.executor import ReadOnlyExecutor
+from env_core.executor_limits import ExecutorLimits
+from env_core.render import QueryResult
 from env_core.sandbox import GRACE_S, Sandbox, finish_async
 from env_core.sandbox_worker import HEADROOM_BYTES
 

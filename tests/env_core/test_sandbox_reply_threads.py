@@ -22,7 +22,7 @@ from adversarial import CONCERT, cte_chain
 from test_sandbox_sharing import FOREVER, LIMITS, SLOW, SLOWER, STUCK, STUCK_LIMITS, query
 
 from env_core.errors import QueryFailedError, QueryRejectedError, ServerBusyError, SQLEnvError
-from env_core.executor import ExecutorLimits
+from env_core.executor_limits import ExecutorLimits
 from env_core.sandbox import (
     GRACE_S,
     REPLY_THREAD,

@@ -7,7 +7,7 @@ import pytest
 from mcp.shared.memory import create_connected_server_and_client_session as connect
 
 from env_core.errors import DataError
-from env_core.executor import ExecutorLimits
+from env_core.executor_limits import ExecutorLimits
 from sqlenv_mcp.explorer import UserDatabases
 from sqlenv_mcp.server import build_explorer_server
 

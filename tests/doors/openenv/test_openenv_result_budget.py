@@ -8,7 +8,7 @@ import json
 import pytest
 
 from doors.openenv.client import SQLEnvClient
-from env_core.executor import ExecutorLimits
+from env_core.executor_limits import ExecutorLimits
 
 pytestmark = pytest.mark.anyio
 BUDGET = ExecutorLimits().max_result_chars
