@@ -9,13 +9,11 @@ import shlex
 import sys
 from collections import Counter
 from importlib.metadata import entry_points
-from pathlib import Path
 
 from env_core.catalog import Catalog, Split, question_files
 from env_core.command_line import CommandParser, run_main
-from env_core.demo import resolve_data_dir
 from env_core.episode import Episode, ToolResult
-from env_core.factory import open_sessions
+from env_core.factory import data_location, open_sessions
 from env_core.layouts import detect_layout, in_difficulty_order
 from env_core.oracle import play_oracle
 from env_core.settings import OPTIONS, Settings, add_arguments, shown_value
@@ -97,13 +95,6 @@ def build_parser() -> argparse.ArgumentParser:
     for command in entry_points(group="sqlenv.commands"):
         command.load()(commands)
     return parser
-
-
-def data_location(settings: Settings) -> tuple[Path, Path | None, Path | None]:
-    """The data folder the settings name, its databases folder and the cache folder."""
-    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
-    databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
-    return resolve_data_dir(settings.data_dir, cache_dir), databases_dir, cache_dir
 
 
 def run_prepare(args: argparse.Namespace) -> int:

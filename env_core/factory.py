@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from env_core.catalog import Catalog
+from env_core.catalog import Catalog, question_files
 from env_core.demo import resolve_data_dir
 from env_core.errors import DataError
 from env_core.layouts import detect_layout
@@ -35,15 +35,13 @@ def open_sessions(settings: Settings | None = None, **changes: Any) -> SessionMa
 
 def load_catalog(settings: Settings, splits: list[str] | None = None) -> Catalog:
     """The catalog of the settings' data directory: their split, or `splits`."""
-    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
-    root = resolve_data_dir(settings.data_dir, cache_dir)
-    limits = SessionConfig.of(settings).limits
+    root, databases_dir, cache_dir = data_location(settings)
     return Catalog.load(
         root,
         splits or [settings.split],
         cache_dir=cache_dir,
-        limits=limits,
-        databases_dir=_databases_dir(settings),
+        limits=SessionConfig.of(settings).limits,
+        databases_dir=databases_dir,
         evidence=settings.evidence,
     )
 
@@ -51,10 +49,18 @@ def load_catalog(settings: Settings, splits: list[str] | None = None) -> Catalog
 def check_split(settings: Settings) -> None:
     """`DataError` listing the splits there are unless the settings' split has a question
     file; for a server that loads a split's catalog only when a request asks for it."""
+    root, databases_dir, _ = data_location(settings)
+    detect_layout(root, databases_dir).question_file(settings.split)
+
+
+def split_names(settings: Settings) -> list[str]:
+    """The splits of the settings' data directory: its question files."""
+    root, databases_dir, _ = data_location(settings)
+    return list(question_files(root, databases_dir))
+
+
+def data_location(settings: Settings) -> tuple[Path, Path | None, Path | None]:
+    """The data folder the settings name, its databases folder and the cache folder."""
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
-    root = resolve_data_dir(settings.data_dir, cache_dir)
-    detect_layout(root, _databases_dir(settings)).question_file(settings.split)
-
-
-def _databases_dir(settings: Settings) -> Path | None:
-    return Path(settings.databases_dir) if settings.databases_dir else None
+    databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
+    return resolve_data_dir(settings.data_dir, cache_dir), databases_dir, cache_dir
