@@ -8,6 +8,7 @@ from typing import Any
 from env_core.catalog import Catalog, question_files
 from env_core.demo import resolve_data_dir
 from env_core.errors import DataError
+from env_core.gold_queries import GoldBounds
 from env_core.layouts import detect_layout
 from env_core.sessions import SessionConfig, SessionManager
 from env_core.settings import Settings
@@ -33,16 +34,20 @@ def open_sessions(settings: Settings | None = None, **changes: Any) -> SessionMa
     return SessionManager(catalog, config)
 
 
-def load_catalog(settings: Settings, splits: list[str] | None = None) -> Catalog:
-    """The catalog of the settings' data directory: their split, or `splits`."""
+def load_catalog(settings: Settings, splits: list[str] | None = None, **options: Any) -> Catalog:
+    """The catalog of the settings' data directory: their split, or `splits`. Its gold
+    queries run under the agent's limits, so a gold the agent could not run is excluded.
+    `options`: `Catalog.load`'s `refresh` and `progress`."""
     root, databases_dir, cache_dir = data_location(settings)
+    config = SessionConfig.of(settings)
     return Catalog.load(
         root,
         splits or [settings.split],
         cache_dir=cache_dir,
-        limits=SessionConfig.of(settings).limits,
+        golds=GoldBounds(config.limits, config.sql_memory_mb, config.sql_workers),
         databases_dir=databases_dir,
         evidence=settings.evidence,
+        **options,
     )
 
 
