@@ -384,6 +384,11 @@ def _grade_results(question_id: str, split: str, record: QuestionRecord) -> Ques
         return Exclusion(question_id, record.db_id, reason, detail)
 
     golds = []
+    if record.answer is not None:
+        try:
+            golds.append(_answer_gold(record.answer))
+        except ValueError as error:
+            return exclude("gold answer unusable", str(error))
     for path in record.gold_results:
         try:
             golds.append(_result_gold(path, record))
@@ -403,6 +408,26 @@ def _grade_results(question_id: str, split: str, record: QuestionRecord) -> Ques
         evidence=record.evidence,
         alternatives=tuple(others),
     )
+
+
+def _answer_gold(answer: object) -> GoldAnswer:
+    """The gold a question file gives as the answer itself: a value, a list of values (one per
+    row) or a list of rows, as JSON or, in a CSV cell, as JSON text or else plain text. Its
+    rows are compared in any order. ValueError if unusable."""
+    if isinstance(answer, str):
+        with contextlib.suppress(ValueError, RecursionError):
+            answer = json.loads(answer)
+    if not isinstance(answer, list):
+        rows = [[answer]]
+    elif answer and all(isinstance(row, list) for row in answer):
+        rows = answer
+    else:
+        rows = [[value] for value in answer]
+    if len(rows) > MAX_GOLD_ROWS:
+        raise ValueError(f"more than {MAX_GOLD_ROWS} rows")
+    width = max(map(len, rows), default=0)
+    columns = ("answer",) if width == 1 else tuple(f"answer {n}" for n in range(1, width + 1))
+    return GoldAnswer(columns, tuple(map(tuple, rows)), ordered=False)
 
 
 def _result_gold(path: Path, record: QuestionRecord) -> GoldAnswer:
