@@ -30,6 +30,8 @@ def main() -> None:
     parser.add_argument("--splits", default="dev", help="comma-separated (dev,train)")
     args = parser.parse_args()
     splits = args.splits.split(",")
+    load = os.getloadavg()[0]
+    print(f"load average (1 min) {load:.1f} on {os.cpu_count()} cores at the start")
     with tempfile.TemporaryDirectory() as cache:
         settings = Settings(data_dir=args.data_dir, cache_dir=cache)
         for start in ("cold", "warm"):
