@@ -42,7 +42,7 @@ def main() -> None:
             after = tree_rss(os.getpid()) / MIB
             kept = ", ".join(f"{n} {len(s.questions)} kept" for n, s in catalog.splits.items())
             print(
-                f"{start}: {took:.2f} s; resident {peak.before / MIB:.0f} MiB before, "
+                f"{start}: {took:.3f} s; resident {peak.before / MIB:.0f} MiB before, "
                 f"{peak.bytes / MIB:.0f} MiB at the peak, {after:.0f} MiB after ({kept})"
             )
 

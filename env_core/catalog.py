@@ -29,6 +29,7 @@ from env_core import sql_analysis
 from env_core.answers import GoldAnswer
 from env_core.errors import DataError, UnknownQuestionError, shown
 from env_core.executor import ExecutorLimits, QueryResult, ReadOnlyExecutor
+from env_core.file_hashes import FileHashes
 from env_core.gold_queries import GoldBounds, GoldFailure, GoldRun, run_golds
 from env_core.layouts import ColumnNotes, Layout, QuestionRecord, detect_layout
 
@@ -43,6 +44,7 @@ _PREPARING_CODE = (
     "sandbox_worker.py",
     "answers.py",
 )
+DATABASE_HASHES = "database-hashes.json"
 # A cache file is this header, the SHA-256 of the rest, a newline, then the split as JSON.
 _CACHE_HEADER = b"sqlenv catalog sha256:"
 # Told, as a split is prepared, how many of its questions are done: (split, done, total).
@@ -218,13 +220,17 @@ def _load_split(
     source = layout.question_file(name)
     records = layout.records(source)
     db_ids = sorted({record.db_id for record in records})
-    cache_file = cache_dir / f"{name}-{_cache_key(layout, name, source, db_ids, golds)}.json"
+    hashes = FileHashes(cache_dir / DATABASE_HASHES)
+    key = _cache_key(layout, name, source, db_ids, golds, hashes)
+    cache_file = cache_dir / f"{name}-{key}.json"
     cached = None if refresh else _read_cache(cache_file, name)
     if cached is not None:
+        hashes.save()
         questions, excluded = cached
         return Split(name, source, questions, excluded, True, time.perf_counter() - started)
     questions, excluded = _prepare(layout, name, records, golds, progress)
-    _write_cache(cache_file, _encode(questions, excluded))
+    if _write_cache(cache_file, _encode(questions, excluded)):
+        hashes.save()  # only beside a cache it keys: a cache folder that failed is left empty
     return Split(name, source, questions, excluded, False, time.perf_counter() - started)
 
 
@@ -259,8 +265,9 @@ def _read_cache(
         return None
 
 
-def _write_cache(cache_file: Path, payload: dict) -> None:
-    """Write the cache atomically. One that cannot be written costs the next start only."""
+def _write_cache(cache_file: Path, payload: dict) -> bool:
+    """Write the cache atomically; whether it was. One that cannot be written costs the next
+    start only."""
     content = json.dumps(payload).encode()
     content = _CACHE_HEADER + hashlib.sha256(content).hexdigest().encode() + b"\n" + content
     partial = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -277,10 +284,17 @@ def _write_cache(cache_file: Path, payload: dict) -> None:
             cache_file.parent,
             error,
         )
+        return False
+    return True
 
 
 def _cache_key(
-    layout: Layout, split: str, source: Path, db_ids: list[str], golds: GoldBounds
+    layout: Layout,
+    split: str,
+    source: Path,
+    db_ids: list[str],
+    golds: GoldBounds,
+    hashes: FileHashes,
 ) -> str:
     digest = hashlib.sha256(source.read_bytes())
     code_dir = Path(__file__).parent
@@ -290,13 +304,8 @@ def _cache_key(
     for db_id in db_ids:
         path = layout.database_path(db_id, split)
         digest.update(db_id.encode())
-        digest.update(_file_hash(path) if path.is_file() else b"missing")
+        digest.update(hashes.of(path) if path.is_file() else b"missing")
     return digest.hexdigest()[:20]
-
-
-def _file_hash(path: Path) -> bytes:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").digest()
 
 
 def _prepare(

@@ -1,14 +1,19 @@
 """Preparing a split at BIRD's scale: every gold runs once in the SQL workers under the agent's
 limits (a gold past the time or memory limit is excluded, saying which), the split's progress is
-shown on stderr, the limits are part of the cache key, and the database is read in place."""
+shown on stderr, the limits are part of the cache key, and the database is read in place, and
+read again only when it has been written since."""
 
 import hashlib
 import os
 import pty
 import re
+import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+
+from env_core.catalog import Catalog
 
 LARGE_DATABASE = Path("dev_databases") / "gauge_log" / "gauge_log.sqlite"
 
@@ -74,3 +79,31 @@ def test_preparation_shows_its_progress_as_lines_or_as_a_bar_on_a_terminal(
         os.close(follower)
     assert re.search(r"\rsplit dev: \[[#-]{30}\] [0-6]/7 questions prepared", drawn)
     assert drawn.endswith("\r\x1b[K")
+
+
+def bytes_read() -> int:
+    """What this process has read through system calls so far (page cache included)."""
+    io = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+    return int(io["rchar"])
+
+
+def test_a_warm_start_reads_no_database_and_a_database_written_since_is_read_again(
+    large_bird_dir, tmp_path
+):
+    database = large_bird_dir / LARGE_DATABASE
+    Catalog.load(large_bird_dir, cache_dir=tmp_path)
+    before = bytes_read()
+    warm = Catalog.load(large_bird_dir, cache_dir=tmp_path).splits["dev"]
+    assert warm.from_cache
+    assert bytes_read() - before < database.stat().st_size // 100
+    touched = tmp_path / "touched"
+    shutil.copytree(large_bird_dir, touched)
+    copied = touched / LARGE_DATABASE
+    Catalog.load(touched, cache_dir=tmp_path)
+    kept = copied.stat()
+    with sqlite3.connect(copied) as connection:  # one row changed, size and mtime kept
+        connection.execute("UPDATE readings SET level = level + 1 WHERE id = 1")
+    connection.close()
+    os.utime(copied, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert copied.stat().st_size == kept.st_size
+    assert not Catalog.load(touched, cache_dir=tmp_path).splits["dev"].from_cache
