@@ -7,7 +7,6 @@ import hashlib
 import os
 import pty
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -96,14 +95,15 @@ def test_a_warm_start_reads_no_database_and_a_database_written_since_is_read_aga
     warm = Catalog.load(large_bird_dir, cache_dir=tmp_path).splits["dev"]
     assert warm.from_cache
     assert bytes_read() - before < database.stat().st_size // 100
-    touched = tmp_path / "touched"
-    shutil.copytree(large_bird_dir, touched)
-    copied = touched / LARGE_DATABASE
-    Catalog.load(touched, cache_dir=tmp_path)
-    kept = copied.stat()
-    with sqlite3.connect(copied) as connection:  # one row changed, size and mtime kept
-        connection.execute("UPDATE readings SET level = level + 1 WHERE id = 1")
+    small = tmp_path / "small"  # a copy of the large one would cost another 303 MB
+    script = Path(__file__).resolve().parents[2] / "scripts" / "dataset_fixtures.py"
+    subprocess.run([sys.executable, str(script), "bird", str(small)], check=True, timeout=60)
+    Catalog.load(small, cache_dir=tmp_path)
+    written = small / "dev_databases" / "school_fund" / "school_fund.sqlite"
+    kept = written.stat()
+    with sqlite3.connect(written) as connection:  # one value changed, size and mtime kept
+        connection.execute("UPDATE grants SET amount = amount + 1 WHERE id = 1")
     connection.close()
-    os.utime(copied, ns=(kept.st_atime_ns, kept.st_mtime_ns))
-    assert copied.stat().st_size == kept.st_size
-    assert not Catalog.load(touched, cache_dir=tmp_path).splits["dev"].from_cache
+    os.utime(written, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert written.stat().st_size == kept.st_size
+    assert not Catalog.load(small, cache_dir=tmp_path).splits["dev"].from_cache
