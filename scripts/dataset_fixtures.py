@@ -265,12 +265,12 @@ def write_bird_large(folder: Path, rows: int) -> None:
     (folder / "dev.json").write_text(json.dumps(records, indent=2))
 
 
-LAYOUTS = {"bird": write_bird, "spider2-lite": write_spider2_lite, "bird-large": write_bird_large}
+SMALL_LAYOUTS = {"bird": write_bird, "spider2-lite": write_spider2_lite}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("layout", choices=sorted(LAYOUTS))
+    parser.add_argument("layout", choices=sorted([*SMALL_LAYOUTS, "bird-large"]))
     parser.add_argument("folder", type=Path, help="a folder to create")
     parser.add_argument(
         "--rows", type=int, default=4_000_000, help="readings in bird-large's database"
@@ -280,7 +280,7 @@ def main() -> None:
     if args.layout == "bird-large":
         write_bird_large(args.folder, args.rows)
     else:
-        LAYOUTS[args.layout](args.folder)
+        SMALL_LAYOUTS[args.layout](args.folder)
 
 
 if __name__ == "__main__":
