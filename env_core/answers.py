@@ -174,6 +174,17 @@ class AnswerChecker:
             return Verdict(False, str(rejected))
         return self._compare(gold, answer)
 
+    def rows(self, gold: GoldAnswer, value: object) -> list[tuple[object, ...]] | None:
+        """The answer's rows read as `check` reads them, each cell as written (a number, text
+        that is a plain number included, as Decimal; other text stripped; NULL as None), for
+        metrics that compare otherwise; None when the answer cannot be read."""
+        try:
+            rows, read_cell = self._read_rows(gold, value)
+            item = _plain_item if read_cell is _text_cell else _as_given
+            return [tuple(plain_value(item(raw)) for raw in row) for row in rows]
+        except _Rejected:
+            return None
+
     def _read_rows(
         self, gold: GoldAnswer, value: object
     ) -> tuple[list[list[Any]], Callable[[Any], _Cell]]:
@@ -455,6 +466,19 @@ def _cell(raw: object) -> _Cell:
                 return _decimal_number(number, exact=not any(mark in text for mark in ".eE"))
         return " ".join(text.split()).casefold()
     raise _Rejected("cells must be plain values, not nested lists or objects")
+
+
+def plain_value(raw: object) -> object:
+    """A cell as written: a number (or text that is a plain number) as Decimal, other text
+    stripped, NULL as None."""
+    cell = _cell(raw)
+    if isinstance(cell, _Number):
+        return cell.value
+    return raw.strip() if isinstance(raw, str) else cell
+
+
+def _as_given(raw: object) -> object:
+    return raw
 
 
 def _decimal_number(value: Decimal, exact: bool) -> _Number:

@@ -21,25 +21,31 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from env_core import sql_analysis
 from env_core.answers import GoldAnswer
-from env_core.errors import DataError, ToolError, UnknownQuestionError, shown
+from env_core.errors import DataError, UnknownQuestionError, shown
 from env_core.executor import ReadOnlyExecutor
 from env_core.executor_limits import ExecutorLimits
+from env_core.file_hashes import FileHashes
+from env_core.gold_queries import GoldBounds, GoldFailure, GoldRun, run_golds
 from env_core.layouts import ColumnNotes, Layout, QuestionRecord, detect_layout
+from env_core.render import QueryResult
 
 MAX_GOLD_ROWS = 100
 MAX_GOLD_RESULT_BYTES = 1024 * 1024
 _PREPARING_CODE = (
-    *("catalog.py", "layouts.py", "sql_analysis.py", "answers.py"),
-    *("executor.py", "read_only.py", "result_budget.py", "schemas.py"),
+    *("catalog.py", "layouts.py", "gold_queries.py", "sql_analysis.py", "answers.py"),
+    *("executor.py", "read_only.py", "result_budget.py", "schemas.py", "sandbox_worker.py"),
 )
+DATABASE_HASHES = "database-hashes.json"
 # A cache file is this header, the SHA-256 of the rest, a newline, then the split as JSON.
 _CACHE_HEADER = b"sqlenv catalog sha256:"
+# Told, as a split is prepared, how many of its questions are done: (split, done, total).
+Progress = Callable[[str, int, int], None]
 
 log = logging.getLogger(__name__)
 
@@ -131,19 +137,22 @@ class Catalog:
         splits: Iterable[str] = ("dev",),
         *,
         cache_dir: Path | None = None,
-        limits: ExecutorLimits | None = None,
+        golds: GoldBounds | None = None,
         refresh: bool = False,
         databases_dir: Path | None = None,
         evidence: bool = True,
+        progress: Progress = lambda _split, _done, _total: None,
     ) -> Catalog:
         """Load splits, from the cache when it is fresh; `refresh` re-runs every gold query.
-        `databases_dir` holds the databases a dataset does not ship (Spider's, for Spider-Syn);
-        without `evidence` the questions carry none (an ablation of BIRD's hints)."""
+        `golds`: how gold queries run (the agent's limits); `progress` is told how many
+        questions of a split being prepared are done. `databases_dir` holds the databases a
+        dataset does not ship (Spider's, for Spider-Syn); without `evidence` the questions
+        carry none (an ablation of BIRD's hints)."""
         layout = detect_layout(Path(data_dir), Path(databases_dir) if databases_dir else None)
-        limits = limits or ExecutorLimits()
+        golds = golds or GoldBounds()
         cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
         loaded = {
-            name: _load_split(layout, name, cache_dir, limits, refresh)
+            name: _load_split(layout, name, cache_dir, golds, refresh, progress)
             for name in dict.fromkeys(splits)
         }
         if not evidence:
@@ -197,19 +206,28 @@ def question_files(data_dir: Path, databases_dir: Path | None = None) -> dict[st
 
 
 def _load_split(
-    layout: Layout, name: str, cache_dir: Path, limits: ExecutorLimits, refresh: bool
+    layout: Layout,
+    name: str,
+    cache_dir: Path,
+    golds: GoldBounds,
+    refresh: bool,
+    progress: Progress,
 ) -> Split:
     started = time.perf_counter()
     source = layout.question_file(name)
     records = layout.records(source)
     db_ids = sorted({record.db_id for record in records})
-    cache_file = cache_dir / f"{name}-{_cache_key(layout, name, source, db_ids, limits)}.json"
+    hashes = FileHashes(cache_dir / DATABASE_HASHES)
+    key = _cache_key(layout, name, source, db_ids, golds, hashes)
+    cache_file = cache_dir / f"{name}-{key}.json"
     cached = None if refresh else _read_cache(cache_file, name)
     if cached is not None:
+        hashes.save()
         questions, excluded = cached
         return Split(name, source, questions, excluded, True, time.perf_counter() - started)
-    questions, excluded = _prepare(layout, name, records, limits)
-    _write_cache(cache_file, _encode(questions, excluded))
+    questions, excluded = _prepare(layout, name, records, golds, progress)
+    if _write_cache(cache_file, _encode(questions, excluded)):
+        hashes.save()  # only beside a cache it keys: a cache folder that failed is left empty
     return Split(name, source, questions, excluded, False, time.perf_counter() - started)
 
 
@@ -244,8 +262,9 @@ def _read_cache(
         return None
 
 
-def _write_cache(cache_file: Path, payload: dict) -> None:
-    """Write the cache atomically. One that cannot be written costs the next start only."""
+def _write_cache(cache_file: Path, payload: dict) -> bool:
+    """Write the cache atomically; whether it was. One that cannot be written costs the next
+    start only."""
     content = json.dumps(payload).encode()
     content = _CACHE_HEADER + hashlib.sha256(content).hexdigest().encode() + b"\n" + content
     partial = cache_file.with_name(f"{cache_file.name}.{os.getpid()}.{threading.get_ident()}.tmp")
@@ -262,83 +281,91 @@ def _write_cache(cache_file: Path, payload: dict) -> None:
             cache_file.parent,
             error,
         )
+        return False
+    return True
 
 
 def _cache_key(
-    layout: Layout, split: str, source: Path, db_ids: list[str], limits: ExecutorLimits
+    layout: Layout,
+    split: str,
+    source: Path,
+    db_ids: list[str],
+    golds: GoldBounds,
+    hashes: FileHashes,
 ) -> str:
     digest = hashlib.sha256(source.read_bytes())
     code_dir = Path(__file__).parent
     for code in _PREPARING_CODE:
         digest.update((code_dir / code).read_bytes())
-    digest.update(repr((layout.dataset, limits, MAX_GOLD_ROWS)).encode())
+    digest.update(repr((layout.dataset, golds.limits, golds.memory_mb, MAX_GOLD_ROWS)).encode())
     for db_id in db_ids:
         path = layout.database_path(db_id, split)
         digest.update(db_id.encode())
-        digest.update(_file_hash(path) if path.is_file() else b"missing")
+        digest.update(hashes.of(path) if path.is_file() else b"missing")
     return digest.hexdigest()[:20]
 
 
-def _file_hash(path: Path) -> bytes:
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").digest()
-
-
 def _prepare(
-    layout: Layout, split: str, records: list[QuestionRecord], limits: ExecutorLimits
+    layout: Layout,
+    split: str,
+    records: list[QuestionRecord],
+    golds: GoldBounds,
+    progress: Progress,
 ) -> tuple[tuple[Question, ...], tuple[Exclusion, ...]]:
+    problems = {
+        db_id: _database_problem(layout, db_id, split, golds.limits)
+        for db_id in dict.fromkeys(record.db_id for record in records)
+    }
+    runs = [
+        GoldRun(layout.database_path(record.db_id, split), record.sql)
+        for record in records
+        if record.sql and problems[record.db_id] is None
+    ]
     questions: list[Question] = []
     excluded: list[Exclusion] = []
-    executors: dict[str, ReadOnlyExecutor | tuple[str, str]] = {}
-    try:
+    with contextlib.closing(run_golds(runs, golds, MAX_GOLD_ROWS)) as outcomes:
         for index, record in enumerate(records):
             question_id = f"{split}:{index}"
-            if record.db_id not in executors:
-                executors[record.db_id] = _open_database(layout, record.db_id, split, limits)
-            grade = _grade_gold if record.sql else _grade_results
-            outcome = grade(executors[record.db_id], question_id, split, record)
+            problem = problems[record.db_id]
+            if problem is not None:
+                outcome: Question | Exclusion = Exclusion(question_id, record.db_id, *problem)
+            elif record.sql:
+                outcome = _grade_gold(next(outcomes), question_id, split, record)
+            else:
+                outcome = _grade_results(question_id, split, record)
             if isinstance(outcome, Question):
                 questions.append(dataclasses.replace(outcome, dataset=layout.dataset))
             else:
                 excluded.append(outcome)
-    finally:
-        for executor in executors.values():
-            if isinstance(executor, ReadOnlyExecutor):
-                executor.close()
+            progress(split, index + 1, len(records))
     return tuple(questions), tuple(excluded)
 
 
-def _open_database(
+def _database_problem(
     layout: Layout, db_id: str, split: str, limits: ExecutorLimits
-) -> ReadOnlyExecutor | tuple[str, str]:
-    """An executor on the database, or the exclusion reason and detail when there is none."""
+) -> tuple[str, str] | None:
+    """None when the database can be read, else the exclusion reason and detail."""
     path = layout.database_path(db_id, split)
     if not path.is_file():
         return "database missing", layout.missing_database(db_id, split)
     try:
-        return ReadOnlyExecutor(path, limits)
+        ReadOnlyExecutor(path, limits).close()
     except DataError as error:
         return "database unreadable", str(error)
+    return None
 
 
 def _grade_gold(
-    executor: ReadOnlyExecutor | tuple[str, str],
-    question_id: str,
-    split: str,
-    record: QuestionRecord,
+    outcome: QueryResult | GoldFailure, question_id: str, split: str, record: QuestionRecord
 ) -> Question | Exclusion:
     db_id, sql = record.db_id, record.sql
 
     def exclude(reason: str, detail: str) -> Exclusion:
         return Exclusion(question_id, db_id, reason, detail)
 
-    if not isinstance(executor, ReadOnlyExecutor):
-        return exclude(*executor)
-    try:
-        result = executor.query(sql, max_rows=MAX_GOLD_ROWS)
-    except ToolError as error:
-        reason = "gold timed out" if "time limit" in str(error) else "gold failed"
-        return exclude(reason, str(error))
+    if isinstance(outcome, GoldFailure):
+        return exclude(outcome.reason, outcome.detail)
+    result = outcome
     if result.truncated:
         return exclude("gold too large", f"more than {MAX_GOLD_ROWS} rows or over the size cap")
     if not result.rows:
@@ -356,20 +383,18 @@ def _grade_gold(
     )
 
 
-def _grade_results(
-    executor: ReadOnlyExecutor | tuple[str, str],
-    question_id: str,
-    split: str,
-    record: QuestionRecord,
-) -> Question | Exclusion:
+def _grade_results(question_id: str, split: str, record: QuestionRecord) -> Question | Exclusion:
     """A question whose gold is given as result files: each must be a usable answer key."""
 
     def exclude(reason: str, detail: str) -> Exclusion:
         return Exclusion(question_id, record.db_id, reason, detail)
 
-    if not isinstance(executor, ReadOnlyExecutor):
-        return exclude(*executor)
     golds = []
+    if record.answer is not None:
+        try:
+            golds.append(_answer_gold(record.answer))
+        except ValueError as error:
+            return exclude("gold answer unusable", str(error))
     for path in record.gold_results:
         try:
             golds.append(_result_gold(path, record))
@@ -389,6 +414,26 @@ def _grade_results(
         evidence=record.evidence,
         alternatives=tuple(others),
     )
+
+
+def _answer_gold(answer: object) -> GoldAnswer:
+    """The gold a question file gives as the answer itself: a value, a list of values (one per
+    row) or a list of rows, as JSON or, in a CSV cell, as JSON text or else plain text. Its
+    rows are compared in any order. ValueError if unusable."""
+    if isinstance(answer, str):
+        with contextlib.suppress(ValueError, RecursionError):
+            answer = json.loads(answer)
+    if not isinstance(answer, list):
+        rows = [[answer]]
+    elif answer and all(isinstance(row, list) for row in answer):
+        rows = answer
+    else:
+        rows = [[value] for value in answer]
+    if len(rows) > MAX_GOLD_ROWS:
+        raise ValueError(f"more than {MAX_GOLD_ROWS} rows")
+    width = max(map(len, rows), default=0)
+    columns = ("answer",) if width == 1 else tuple(f"answer {n}" for n in range(1, width + 1))
+    return GoldAnswer(columns, tuple(map(tuple, rows)), ordered=False)
 
 
 def _result_gold(path: Path, record: QuestionRecord) -> GoldAnswer:

@@ -9,15 +9,14 @@ import shlex
 import sys
 from collections import Counter
 from importlib.metadata import entry_points
-from pathlib import Path
 
-from env_core.catalog import Catalog, Split, question_files
+from env_core.catalog import Split, question_files
 from env_core.command_line import CommandParser, run_main
-from env_core.demo import resolve_data_dir
 from env_core.episode import Episode, ToolResult
-from env_core.factory import open_manager
+from env_core.factory import data_location, load_catalog, open_manager
 from env_core.layouts import detect_layout, in_difficulty_order
 from env_core.oracle import play_oracle
+from env_core.progress import PreparationProgress
 from env_core.settings import OPTIONS, Settings, add_arguments, shown_value
 
 
@@ -45,11 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     prepare = data_commands.add_parser(
         "prepare",
         help="run every gold query once, cache the catalog, print kept/excluded counts",
-        description="Run every gold query of the split (or of every split) once, with the "
-        "executor's limits, and cache the catalog keyed by the files' hashes; print the "
-        "questions kept and excluded (with the reasons) and the cold and warm start times.",
+        description="Run every gold query of the split (or of every split) once, under the "
+        "agent's limits (--query-timeout, --sql-memory; --sql-workers at once), and cache the "
+        "catalog keyed by the files' hashes and the limits; print the questions kept and "
+        "excluded (with the reasons) and the cold and warm start times.",
     )
-    add_arguments(prepare, groups=("data",))
+    add_arguments(prepare, groups=("data", "sql"))
     prepare.add_argument(
         "--all-splits",
         action="store_true",
@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="run every gold query once and list each excluded question with its reason",
     )
-    add_arguments(check, groups=("data",))
+    add_arguments(check, groups=("data", "sql"))
     check.set_defaults(run=run_check, command="sqlenv data check")
 
     play = commands.add_parser(
@@ -99,25 +99,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def data_location(settings: Settings) -> tuple[Path, Path | None, Path | None]:
-    """The data folder the settings name, its databases folder and the cache folder."""
-    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
-    databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
-    return resolve_data_dir(settings.data_dir, cache_dir), databases_dir, cache_dir
-
-
 def run_prepare(args: argparse.Namespace) -> int:
     settings = Settings.from_arguments(args)
-    data_dir, databases_dir, cache_dir = data_location(settings)
+    data_dir, databases_dir, _ = data_location(settings)
     splits = list(question_files(data_dir, databases_dir)) if args.all_splits else [settings.split]
-    load = functools.partial(
-        Catalog.load, data_dir, cache_dir=cache_dir, databases_dir=databases_dir
-    )
+    load = functools.partial(load_catalog, settings)
     layout = detect_layout(data_dir, databases_dir)
     print(f"data: {data_dir} ({layout.dataset} layout)", flush=True)
     prepared = []
+    progress = PreparationProgress()
     for name in splits:  # one at a time, each reported as soon as it is ready
-        split = load([name], refresh=args.refresh).splits[name]
+        split = load([name], refresh=args.refresh, progress=progress).splits[name]
         print(split_report(split), flush=True)
         prepared.append(split)
     first = sum(split.load_seconds for split in prepared)
@@ -130,9 +122,10 @@ def run_prepare(args: argparse.Namespace) -> int:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    data_dir, databases_dir, cache_dir = data_location(Settings.from_arguments(args))
+    settings = Settings.from_arguments(args)
+    data_dir, databases_dir, _ = data_location(settings)
     splits = list(question_files(data_dir, databases_dir))
-    catalog = Catalog.load(data_dir, splits, cache_dir=cache_dir, databases_dir=databases_dir)
+    catalog = load_catalog(settings, splits, progress=PreparationProgress())
     print(f"data: {data_dir} ({catalog.layout.dataset} layout)")
     for split in catalog.splits.values():
         print(split_report(split))

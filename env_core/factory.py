@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from env_core.catalog import Catalog
+from env_core.catalog import Catalog, question_files
 from env_core.demo import resolve_data_dir
 from env_core.errors import DataError
+from env_core.gold_queries import GoldBounds
 from env_core.layouts import detect_layout
 from env_core.manager import EpisodeManager, SessionConfig
 from env_core.settings import Settings
@@ -33,28 +34,38 @@ def open_manager(settings: Settings | None = None, **changes: Any) -> EpisodeMan
     return EpisodeManager(catalog, config)
 
 
-def load_catalog(settings: Settings, splits: list[str] | None = None) -> Catalog:
-    """The catalog of the settings' data directory: their split, or `splits`."""
-    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
-    root = resolve_data_dir(settings.data_dir, cache_dir)
-    limits = SessionConfig.of(settings).limits
+def load_catalog(settings: Settings, splits: list[str] | None = None, **options: Any) -> Catalog:
+    """The catalog of the settings' data directory: their split, or `splits`. Its gold
+    queries run under the agent's limits, so a gold the agent could not run is excluded.
+    `options`: `Catalog.load`'s `refresh` and `progress`."""
+    root, databases_dir, cache_dir = data_location(settings)
+    config = SessionConfig.of(settings)
     return Catalog.load(
         root,
         splits or [settings.split],
         cache_dir=cache_dir,
-        limits=limits,
-        databases_dir=_databases_dir(settings),
+        golds=GoldBounds(config.limits, config.sql_memory_mb, config.sql_workers),
+        databases_dir=databases_dir,
         evidence=settings.evidence,
+        **options,
     )
 
 
 def check_split(settings: Settings) -> None:
     """`DataError` listing the splits there are unless the settings' split has a question
     file; for a server that loads a split's catalog only when a request asks for it."""
+    root, databases_dir, _ = data_location(settings)
+    detect_layout(root, databases_dir).question_file(settings.split)
+
+
+def split_names(settings: Settings) -> list[str]:
+    """The splits of the settings' data directory: its question files."""
+    root, databases_dir, _ = data_location(settings)
+    return list(question_files(root, databases_dir))
+
+
+def data_location(settings: Settings) -> tuple[Path, Path | None, Path | None]:
+    """The data folder the settings name, its databases folder and the cache folder."""
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
-    root = resolve_data_dir(settings.data_dir, cache_dir)
-    detect_layout(root, _databases_dir(settings)).question_file(settings.split)
-
-
-def _databases_dir(settings: Settings) -> Path | None:
-    return Path(settings.databases_dir) if settings.databases_dir else None
+    databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
+    return resolve_data_dir(settings.data_dir, cache_dir), databases_dir, cache_dir

@@ -19,12 +19,13 @@ One reader per layout, detected from the folder:
   The external-knowledge document is the question's evidence.
 * **Own databases**: SQLite files ``<db>.sqlite`` (or ``.db``) in the folder or its
   ``databases/``, and question files ``*.jsonl`` or ``*.csv`` with ``db_id``, ``question`` and
-  ``sql``, optionally ``evidence`` and ``difficulty``.
+  ``sql`` (or, instead, the gold ``answer``), optionally ``evidence`` and ``difficulty``.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import logging
 import re
@@ -75,6 +76,9 @@ class QuestionRecord:
     gold_results: tuple[Path, ...] = ()
     condition_columns: tuple[int, ...] | None = None
     ignore_order: bool = True
+    # A gold given as the answer itself instead of SQL (your own): a value, a list of values or
+    # a list of rows, or a CSV cell holding one (as JSON, else as text).
+    answer: object = None
 
 
 @dataclass(frozen=True)
@@ -267,7 +271,7 @@ def detect_layout(root: Path, databases_dir: Path | None = None) -> Layout:
         "(database/<db>/<db>.sqlite and question files *.json), BIRD (dev.json or train.json "
         "and <split>_databases/<db>/<db>.sqlite), Spider 2.0-lite (spider2-lite.jsonl, "
         "databases/<db>.sqlite, gold/exec_result/<id>.csv), or your own (<db>.sqlite files "
-        "and a question file *.jsonl or *.csv with db_id, question and sql)"
+        "and a question file *.jsonl or *.csv with db_id, question and sql or answer)"
     )
 
 
@@ -331,17 +335,24 @@ def _bird_record(row: dict) -> QuestionRecord:
 
 
 def _own_record(row: dict) -> QuestionRecord:
-    return _record_with_evidence(row, "sql")
+    """A record with a gold SQL query, or else with the gold answer itself."""
+    answer = row.get("answer") if isinstance(row, dict) else None
+    if answer is None or answer == "":
+        return _record_with_evidence(row, "sql")
+    if row.get("sql"):
+        raise ValueError("gives both sql and answer: give the one the question is checked by")
+    return dataclasses.replace(_record_with_evidence(row, None), answer=answer)
 
 
-def _record_with_evidence(row: dict, sql_key: str) -> QuestionRecord:
-    """A record with optional evidence and difficulty; its gold SQL under `sql_key`."""
+def _record_with_evidence(row: dict, sql_key: str | None) -> QuestionRecord:
+    """A record with optional evidence and difficulty; its gold SQL under `sql_key` (None:
+    it has none)."""
     if not isinstance(row, dict):
         raise TypeError("a record must be a JSON object")
     return QuestionRecord(
         _text(row, "db_id"),
         _text(row, "question"),
-        _text(row, sql_key),
+        _text(row, sql_key) if sql_key else "",
         _text(row, "evidence", required=False).strip(),
         _text(row, "difficulty", required=False) or None,
     )

@@ -1,5 +1,7 @@
 """Facts read from SQL text with sqlglot: result ordering, base tables and Spider hardness."""
 
+import functools
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError
@@ -92,6 +94,8 @@ def _hardness_level(components: int, nested_queries: int, others: int) -> str:
     return "extra"
 
 
+# A gold's order and hardness are read from one parse; the trees are only read, never changed.
+@functools.lru_cache(maxsize=16)
 def _parse_query(sql: str) -> exp.Query:
     try:
         statements = [s for s in sqlglot.parse(sql, dialect=DIALECT) if s is not None]

@@ -47,14 +47,18 @@ class GroupSummary:
     success: Proportion
     avg_reward: float
     avg_steps: float
+    # The dataset's official metric (`evals.official`), where it has one of another kind.
+    official: Proportion | None = None
 
     @classmethod
     def of(cls, records: Sequence[EpisodeRecord]) -> GroupSummary:
+        judged = [r.official for r in records if r.official is not None]
         return cls(
             episodes=len(records),
             success=wilson_interval(sum(r.correct for r in records), len(records)),
             avg_reward=round(mean(r.total_reward for r in records), 6) if records else 0.0,
             avg_steps=round(mean(r.steps_used for r in records), 6) if records else 0.0,
+            official=wilson_interval(sum(judged), len(judged)) if judged else None,
         )
 
 

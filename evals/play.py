@@ -10,6 +10,7 @@ from env_core.calls import drive
 from env_core.catalog import Question
 from env_core.episode import ToolResult
 from evals.door_clients import Door
+from evals.official import official_verdict
 from evals.plan import EpisodeTask
 from evals.policy import EpisodeContext, Policy
 
@@ -46,6 +47,9 @@ class EpisodeRecord:
     correct: bool
     notes: dict[str, int] = field(default_factory=dict)
     dataset: str = "spider"
+    # The dataset's official metric on the answer, where it differs in kind from `correct`
+    # (`evals.official`); None elsewhere.
+    official: bool | None = None
 
     @property
     def steps_used(self) -> int:
@@ -91,6 +95,7 @@ def record_of(
     steps = [StepRecord.of(arguments, result) for arguments, result in calls]
     last = calls[-1][1] if calls else None
     answered = last is not None and last.tool == "answer" and last.ok
+    answer = calls[-1][0].get("value") if answered else None
     return EpisodeRecord(
         index=task.index,
         question_id=question.id,
@@ -104,4 +109,5 @@ def record_of(
         correct=answered and last.data.get("correct") is True,
         notes=notes or {},
         dataset=question.dataset,
+        official=official_verdict(question, answer),
     )

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evals.metrics import GroupSummary, Proportion
+from evals.official import METRICS
 from evals.plots import TOOLS, draw_all
 from evals.run_folder import Run
 
@@ -23,25 +24,37 @@ def signed(value: float) -> str:
     return "0.000" if float(shown) == 0 else shown
 
 
-def _group_cells(group: GroupSummary) -> list[str]:
+def _group_cells(group: GroupSummary, official: bool) -> list[str]:
     return [
         str(group.episodes),
         percent(group.success),
+        *([percent(group.official) if group.official else "-"] if official else []),
         signed(group.avg_reward),
         f"{group.avg_steps:.2f}",
     ]
 
 
 def summary_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
-    """One row per run and hardness: the table the CLI prints and the report opens with."""
-    header = ["run", "hardness", "episodes", "success [95% CI]", "avg reward", "avg steps"]
+    """One row per run and hardness: the table the CLI prints and the report opens with. Beside
+    the success (the environment's verdict), the official metric of a dataset that has one of
+    another kind (`evals.official`), named in its column's header."""
+    names = official_metrics(runs)
+    official = [f"{' / '.join(names)} [95% CI]"] if names else []
+    header = ["run", "hardness", "episodes", "success [95% CI]", *official]
+    header += ["avg reward", "avg steps"]
     rows = []
     for run in runs:
-        rows.append([run.label, "all", *_group_cells(run.summary.overall)])
+        rows.append([run.label, "all", *_group_cells(run.summary.overall, bool(names))])
         for level, group in run.summary.by_hardness.items():
             if group.episodes:  # a level the run did not meet has nothing to show
-                rows.append(["", level, *_group_cells(group)])
+                rows.append(["", level, *_group_cells(group, bool(names))])
     return header, rows
+
+
+def official_metrics(runs: Sequence[Run]) -> list[str]:
+    """The names of the official metrics the runs' datasets are scored by beside the verdict."""
+    datasets = {record.dataset for run in runs for record in run.records}
+    return [name for dataset, (name, _) in METRICS.items() if dataset in datasets]
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:
@@ -95,7 +108,14 @@ def write_report(runs: Sequence[Run], folder: str | Path) -> Path:
     sections = [
         f"# Evaluation: {title}",
         "Success is a correct `answer`; intervals are Wilson 95% score intervals. Rewards are "
-        "episode totals (shaping plus 1 for a correct answer).",
+        "episode totals (shaping plus 1 for a correct answer)."
+        + (
+            " Beside it, the dataset's official metric on the same answers (BIRD EX: result "
+            "rows as sets, exact values; Spider 2.0 EX: each condition column found among the "
+            "answer's columns): see docs/datasets.md."
+            if official_metrics(runs)
+            else ""
+        ),
         markdown_table(*summary_rows(runs)),
         "## Tool use and errors",
         markdown_table(*_details_rows(runs)),

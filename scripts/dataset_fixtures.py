@@ -1,11 +1,14 @@
 """Write small data folders in the layouts of datasets that cannot be downloaded here.
 
-    python scripts/dataset_fixtures.py bird|spider2-lite DIR
+    python scripts/dataset_fixtures.py bird|spider2-lite|bird-large DIR [--rows N]
 
 The content is this project's own (a made-up school fund database), shaped like the real
 releases: BIRD's `dev.json` with evidence and difficulty, `dev_databases/<db>/<db>.sqlite` and
 `database_description/<table>.csv`; Spider 2.0-lite's `spider2-lite.jsonl`, gold result CSVs
-(with alternatives and condition columns) and external-knowledge documents.
+(with alternatives and condition columns) and external-knowledge documents. `bird-large` is a
+BIRD folder whose one database is as large as BIRD's largest: a river gauge log of `--rows`
+readings (4,000,000 by default: 303 MB), with golds that run for a while, one past the time
+limit and one past the memory limit.
 """
 
 from __future__ import annotations
@@ -189,16 +192,95 @@ def write_spider2_lite(folder: Path) -> None:
             csv.writer(f).writerows(rows)
 
 
-LAYOUTS = {"bird": write_bird, "spider2-lite": write_spider2_lite}
+GAUGE_LOG = """
+PRAGMA journal_mode = OFF;
+PRAGMA synchronous = OFF;
+CREATE TABLE gauges (id INTEGER PRIMARY KEY, site TEXT, kind TEXT);
+CREATE TABLE readings (
+    id INTEGER PRIMARY KEY, gauge_id INTEGER REFERENCES gauges(id), taken_at INTEGER,
+    level REAL, note TEXT
+);
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 500)
+INSERT INTO gauges
+SELECT i, 'site ' || (i % 40), CASE i % 3 WHEN 0 THEN 'rain' WHEN 1 THEN 'flow' ELSE 'level' END
+FROM n;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows})
+INSERT INTO readings
+SELECT i, 1 + i % 500, 1700000000 + i * 60, (i * 7919 % 100000) / 100.0,
+       printf('reading %09d from gauge %03d, checked and filed', i, 1 + i % 500)
+FROM n;
+"""
+GAUGE_LOG_DEV = [
+    ("How many readings are there?", "SELECT COUNT(*) FROM readings", "simple"),
+    (
+        "What is the average level read by gauge 7?",
+        "SELECT AVG(level) FROM readings WHERE gauge_id = 7",
+        "simple",
+    ),
+    ("When was the last reading taken?", "SELECT MAX(taken_at) FROM readings", "simple"),
+    (
+        "What does reading 123456 say?",
+        "SELECT note FROM readings WHERE id = 123456",
+        "simple",
+    ),
+    (
+        "Which three sites had the highest total level in the first 100,000 readings?",
+        "SELECT g.site FROM readings AS r JOIN gauges AS g ON g.id = r.gauge_id "
+        "WHERE r.id <= 100000 GROUP BY g.site ORDER BY SUM(r.level) DESC LIMIT 3",
+        "moderate",
+    ),
+    # Past the agent's memory limit: the distinct notes are held in memory.
+    (
+        "How many different notes are there?",
+        "SELECT COUNT(DISTINCT note) FROM readings",
+        "moderate",
+    ),
+    # Past the agent's time limit: every early reading against every reading of its gauge.
+    (
+        "How many pairs of readings share a gauge?",
+        "SELECT COUNT(*) FROM readings AS a JOIN readings AS b ON a.gauge_id = b.gauge_id "
+        "WHERE a.id < 1000",
+        "challenging",
+    ),
+]
+
+
+def write_bird_large(folder: Path, rows: int) -> None:
+    """A BIRD-layout folder with one large database (`rows` readings) and seven questions."""
+    database_dir = folder / "dev_databases" / "gauge_log"
+    database_dir.mkdir(parents=True)
+    with contextlib.closing(sqlite3.connect(database_dir / "gauge_log.sqlite")) as connection:
+        connection.executescript(GAUGE_LOG.format(rows=int(rows)))
+    records = [
+        {
+            "question_id": index,
+            "db_id": "gauge_log",
+            "question": question,
+            "evidence": "",
+            "SQL": sql,
+            "difficulty": difficulty,
+        }
+        for index, (question, sql, difficulty) in enumerate(GAUGE_LOG_DEV)
+    ]
+    (folder / "dev.json").write_text(json.dumps(records, indent=2))
+
+
+SMALL_LAYOUTS = {"bird": write_bird, "spider2-lite": write_spider2_lite}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("layout", choices=sorted(LAYOUTS))
+    parser.add_argument("layout", choices=sorted([*SMALL_LAYOUTS, "bird-large"]))
     parser.add_argument("folder", type=Path, help="a folder to create")
+    parser.add_argument(
+        "--rows", type=int, default=4_000_000, help="readings in bird-large's database"
+    )
     args = parser.parse_args()
     args.folder.mkdir(parents=True)
-    LAYOUTS[args.layout](args.folder)
+    if args.layout == "bird-large":
+        write_bird_large(args.folder, args.rows)
+    else:
+        SMALL_LAYOUTS[args.layout](args.folder)
 
 
 if __name__ == "__main__":

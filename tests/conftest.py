@@ -58,3 +58,18 @@ def dev_door_spec(spider_dir, cache_dir, spider_catalog):
         data_dir=str(spider_dir), split="dev_without_wta_1", cache_dir=str(cache_dir)
     )
     return DoorSpec("inprocess", settings)
+
+
+@pytest.fixture(scope="session")
+def large_bird_dir(tmp_path_factory) -> Path:
+    """A BIRD-layout folder whose one database is ~300 MB (4,000,000 rows), built for the run
+    by scripts/dataset_fixtures.py in a few seconds, never committed."""
+    import subprocess
+    import sys
+
+    folder = tmp_path_factory.mktemp("large") / "bird-large"
+    script = Path(__file__).resolve().parents[1] / "scripts" / "dataset_fixtures.py"
+    subprocess.run(
+        [sys.executable, str(script), "bird-large", str(folder)], check=True, timeout=120
+    )
+    return folder

@@ -29,7 +29,7 @@ def parsers() -> dict[str, tuple[argparse.ArgumentParser, tuple[str, ...]]]:
         "sqlenv audit-reward": (commands["audit-reward"], ENGINE_GROUPS),
         "sqlenv data prepare": (
             commands["data"]._subparsers._group_actions[0].choices["prepare"],
-            ("data",),
+            ("data", "sql"),  # golds run under the agent's limits
         ),
     }
 

@@ -27,13 +27,11 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
-from env_core.catalog import Catalog, question_files
-from env_core.demo import resolve_data_dir
+from env_core.catalog import Catalog
 from env_core.errors import SQLEnvError, shortened, shown
-from env_core.factory import load_catalog
+from env_core.factory import load_catalog, split_names
 from env_core.manager import EpisodeManager, SessionConfig
 from env_core.sandbox import Sandbox
 from env_core.settings import Settings
@@ -318,9 +316,3 @@ class Assessor:
         calls = [(step.arguments, step.result) for step in episode.history]
         question = plan.catalog.question(task.question_id)
         return record_of(task, question, name, start.text, calls, notes)
-
-
-def split_names(settings: Settings) -> list[str]:
-    """The splits of the settings' data directory: its question files."""
-    cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
-    return list(question_files(resolve_data_dir(settings.data_dir, cache_dir)))

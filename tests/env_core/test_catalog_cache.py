@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from env_core.catalog import Catalog, Split
+from env_core.catalog import DATABASE_HASHES, Catalog, Split
 from env_core.demo import CHECKSUMS, demo_data_dir
 
 LABEL_CHARS = 450
@@ -221,7 +221,8 @@ def test_a_damaged_or_edited_cache_is_prepared_again(data_dir, fresh, tmp_path, 
     again = load(data_dir, cache_file.parent)  # the rebuilt cache was written back, trusted
     assert again.from_cache
     assert_same_catalog(again, fresh)
-    assert list(cache_file.parent.iterdir()) == [cache_file]
+    hashes = cache_file.parent / DATABASE_HASHES  # the databases' hashes, for the next start
+    assert sorted(cache_file.parent.iterdir()) == sorted([cache_file, hashes])
 
 
 def test_an_unreadable_cache_file_is_prepared_again(data_dir, fresh, tmp_path, caplog):

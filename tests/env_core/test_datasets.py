@@ -158,6 +158,60 @@ def test_data_check_lists_why_each_question_of_your_own_folder_is_excluded(tmp_p
     assert oracle_success(settings) == (1, 1)
 
 
+def test_your_own_questions_may_give_the_gold_answer_instead_of_sql(tmp_path, cache_dir):
+    folder = tmp_path / "own"
+    folder.mkdir()
+    with sqlite3.connect(folder / "shop.sqlite") as connection:
+        connection.executescript("CREATE TABLE items (name TEXT, price REAL);")
+        connection.execute("INSERT INTO items VALUES ('pen', 1.5), ('ink', 4.25)")
+    connection.close()
+    records = [
+        {"db_id": "shop", "question": "How many items?", "answer": 2},
+        {"db_id": "shop", "question": "Which items?", "answer": ["pen", "ink"]},
+        {"db_id": "shop", "question": "Prices?", "answer": [["pen", 1.5], ["ink", 4.25]]},
+        {"db_id": "shop", "question": "Colour?", "answer": {"colour": "blue"}},
+        {"db_id": "shop", "question": "Nothing?", "answer": []},
+    ]
+    (folder / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (folder / "typed.csv").write_text(
+        "db_id,question,answer,difficulty\n"
+        "shop,Dearest item?,ink,hard\n"
+        "shop,Cheapest price?,1.5,easy\n"
+        'shop,Both?,"[""pen"", ""ink""]",\n'
+    )
+    out = sqlenv("data", "check", "--data-dir", str(folder), cache_dir=cache_dir)
+    assert "split answers (answers.jsonl): 5 questions, 3 kept, 2 excluded" in out
+    assert "kept by answer kind: list 1, scalar 1, table 1" in out
+    assert "  - answers:3 (shop) gold answer unusable: gold cells must be int, float, str" in out
+    assert "  - answers:4 (shop) gold answer unusable: a gold answer needs at least one" in out
+    assert "split typed (typed.csv): 3 questions, 3 kept, 0 excluded" in out
+    assert "kept by hardness: easy 1, hard 1, unrated 1" in out
+    for split in ("answers", "typed"):
+        settings = Settings(data_dir=str(folder), split=split, cache_dir=str(cache_dir))
+        assert oracle_success(settings) == (3, 3)
+    sessions = open_manager(
+        Settings(data_dir=str(folder), split="answers", cache_dir=str(cache_dir))
+    )
+    try:
+        for value, verdict in (('["ink", "pen"]', "Correct."), ("3", "Incorrect.")):
+            episode = sessions.create(question_id="answers:0" if value == "3" else "answers:1")
+            assert episode.call("answer", {"value": value}).text.startswith(verdict)
+    finally:
+        sessions.shutdown()
+
+
+def test_a_question_with_both_a_gold_sql_and_a_gold_answer_is_refused(tmp_path, cache_dir):
+    (tmp_path / "shop.sqlite").write_bytes(b"")
+    record = {"db_id": "shop", "question": "How many?", "sql": "SELECT 2", "answer": 2}
+    (tmp_path / "both.jsonl").write_text(json.dumps(record) + "\n")
+    command = [sys.executable, "-m", "env_core.cli", "data", "check", "--data-dir", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "both.jsonl, record 0: gives both sql and answer: give the one the question is" in (
+        done.stderr
+    )
+
+
 def test_data_check_explains_a_folder_it_cannot_read(tmp_path, cache_dir):
     (tmp_path / "notes.txt").write_text("hello")
     command = [sys.executable, "-m", "env_core.cli", "data", "check", "--data-dir", str(tmp_path)]

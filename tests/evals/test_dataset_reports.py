@@ -1,5 +1,5 @@
 """sqlenv eval groups a run by the dataset's own difficulty labels (BIRD's, on a fixture this
-project writes)."""
+project writes), with the dataset's official metric beside the verdict."""
 
 import json
 import subprocess
@@ -18,8 +18,17 @@ def test_an_eval_on_bird_groups_by_birds_difficulty(tmp_path, cache_dir):
     command += ["--cache-dir", str(cache_dir)]
     out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
     rows = [line.split() for line in out.splitlines()]
-    assert rows[1][:7] == ["oracle", "(inprocess)", "all", "4", "100.0%", "[51.0,", "100.0]"]
+    assert "success [95% CI]      BIRD EX [95% CI]      avg reward" in out.splitlines()[0]
+    assert rows[1][:10] == [
+        *("oracle", "(inprocess)", "all", "4", "100.0%", "[51.0,", "100.0]"),
+        *("100.0%", "[51.0,", "100.0]"),
+    ]
     levels = [row[:2] for row in rows[2:5]]
     assert levels == [["simple", "2"], ["moderate", "1"], ["challenging", "1"]]
     episodes = (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
     assert {json.loads(line)["dataset"] for line in episodes} == {"bird"}
+    assert {json.loads(line)["official"] for line in episodes} == {True}
+    assert (
+        "the dataset's official metric on the same answers (BIRD EX"
+        in (tmp_path / "run" / "report.md").read_text()
+    )

@@ -686,3 +686,19 @@ def test_a_task_is_reached_by_its_id_only(green):
     listed = call("ListTasks", {})
     assert listed["error"]["message"] == a2a.NOT_LISTED and task_id not in json.dumps(listed)
     assert call("GetTask", {"id": task_id})["result"]["id"] == task_id
+
+
+async def test_a_split_not_served_is_named_among_a_spider_syn_folders_splits(spider_dir, cache_dir):
+    """Spider-Syn ships no databases: its splits are listed with the databases folder given."""
+    command = [sys.executable, "-m", "env_core.cli", "green", "--split", "dev"]
+    command += ["--data-dir", str(spider_dir.parent / "spider-syn"), "--cache-dir", str(cache_dir)]
+    server = LocalServer([*command, "--databases-dir", str(spider_dir / "database")], CARD)
+    try:
+        request = {"participants": {"agent": "http://127.0.0.1:9/"}}
+        _, final = await assess(server.url, {**request, "config": {"split": "nosuch"}})
+    finally:
+        server.stop()
+    assert final.status.state == TaskState.TASK_STATE_REJECTED
+    assert a2a.reply_text(final) == (
+        "config.split: split 'nosuch' cannot be served; available: dev, train_spider"
+    )
