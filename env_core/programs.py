@@ -81,8 +81,8 @@ def runs_bounded(program: Iterable[tuple]) -> bool:
     """Whether an `EXPLAIN` listing (address, opcode, p1, p2, p3, p4, ...) only reads,
     compares and counts (see the module's note).
 
-    Fields are read by index: unpacking each row into names (its rest into a list) took
-    three times as long, on a path that runs for every new statement compiled here."""
+    Fields are read by index: unpacking each row into names (its rest into a list) took five
+    times as long, on a path that runs for every new statement compiled here."""
     for row in program:
         opcode = row[1]
         if opcode not in BOUNDED_OPCODES:
