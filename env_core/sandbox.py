@@ -123,8 +123,8 @@ class SharedRun:
     the job, which the sandbox bounds.
 
     Every statement run in the sandbox makes one, and most are waited for by no other call:
-    the future the waiting calls block on is made by the first of them (making and settling
-    one took 2.4 µs of a new query's path, a lock and three fields 0.6)."""
+    the future the waiting calls block on is made by the first of them (a future made and
+    settled took 2.4 µs in a loop, a shared run that no call waits for now takes 1.0)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
