@@ -22,6 +22,7 @@ from env_core.sandbox import (
     STARTER_THREAD,
     Job,
     Sandbox,
+    SharedRun,
     finish_async,
     waiting_limit,
 )
@@ -65,6 +66,27 @@ def in_thread(target, *args) -> threading.Thread:
     thread = threading.Thread(target=target, args=args)
     thread.start()
     return thread
+
+
+def test_a_shared_run_gives_its_result_to_calls_that_wait_before_and_after_it_is_shared(concert):
+    """The calls that asked for a statement another call is running get its result, whether
+    they wait before it comes (on a thread or on a loop) or only after it was shared."""
+    job = query(concert, "SELECT 1")
+    shared = SharedRun()
+    early: list = []
+    waiting = in_thread(lambda: early.append(shared.run(job)))
+
+    async def on_a_loop() -> object:
+        task = asyncio.ensure_future(shared.run_async(job))
+        await asyncio.sleep(0.05)
+        shared.share("rows")
+        return await task
+
+    assert asyncio.run(on_a_loop()) == "rows"
+    waiting.join(5)
+    assert early == ["rows"]
+    assert shared.run(job) == "rows"
+    assert asyncio.run(shared.run_async(job)) == "rows"
 
 
 def test_jobs_in_line_are_served_in_turn_by_client(concert, one_worker):
