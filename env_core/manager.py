@@ -81,6 +81,10 @@ class EpisodeStats:
     steps: int
 
 
+# The options that name a question, as `EpisodeManager.choose_question` takes them.
+SELECTORS = ("seed", "question_id", "db_id", "split")
+
+
 class EpisodeManager:
     """Thread-safe registry of open episodes, with seeded question choice and an idle reaper."""
 
@@ -162,23 +166,19 @@ class EpisodeManager:
     def create(
         self,
         *,
-        seed: int | None = None,
-        question_id: str | None = None,
-        db_id: str | None = None,
-        split: str | None = None,
         episode_id: str | None = None,
         owner: str | None = None,
         client: str | None = None,
         replacing: Sequence[Episode] = (),
+        **selectors: Any,
     ) -> Episode:
-        """Open an episode. `owner` names the connection that may act on it (any, if None);
-        `client` the remote party whose open episodes are capped together. The episodes
-        `replacing` (a door's running ones) are closed once the new one is open, their slots
-        counted as free: if this raises, they run on as they were."""
+        """Open an episode on the question `selectors` name (see `choose_question`). `owner`
+        names the connection that may act on it (any, if None); `client` the remote party
+        whose open episodes are capped together. The episodes `replacing` (a door's running
+        ones) are closed once the new one is open, their slots counted as free: if this
+        raises, they run on as they were."""
         _check_selectors(None, {"episode_id": episode_id})
-        question = self.choose_question(
-            seed=seed, question_id=question_id, db_id=db_id, split=split
-        )
+        question = self.choose_question(**selectors)
         self.reap()
         key = (owner, episode_id) if episode_id else (None, uuid.uuid4().hex)
         episode_id = key[1]
@@ -263,6 +263,11 @@ class EpisodeManager:
         if episode is None or not self._may_use(episode, owner):
             return None
         return episode
+
+    def is_open(self, episode: Episode) -> bool:
+        """Whether the episode is still registered (not closed, nor reaped)."""
+        with self._lock:
+            return self._episodes.get(episode.key) is episode
 
     def _may_use(self, episode: Episode, owner: str | None) -> bool:
         return episode.owner in (None, owner) or self.config.route_by_episode_id
@@ -363,11 +368,6 @@ class EpisodeManager:
 
 
 MAX_SELECTOR_CHARS = 200
-
-
-def running(episode: Episode | None) -> tuple[Episode, ...]:
-    """A door's running episode, if any, as `create` replaces it."""
-    return () if episode is None else (episode,)
 
 
 def _check_selectors(seed: object, texts: dict[str, object]) -> None:

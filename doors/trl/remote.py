@@ -30,7 +30,8 @@ from typing import Any
 from openenv.core.env_server.mcp_types import CallToolAction
 
 from doors.openenv.client import SQLEnvClient
-from doors.trl.environment import SQLEnvTRL, close_dropped, dropped
+from doors.trl.environment import SQLEnvTRL
+from env_core.holder import close_dropped, dropped
 from env_core.rewards import booked
 from serving.server_reads import get_json
 
@@ -50,7 +51,6 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
     """One rollout's episode on the server at `base_url`."""
 
     def __init__(self, base_url: str) -> None:
-        self._episode = None
         self._base_url = base_url
         self._client = SQLEnvClient(base_url=base_url).sync()
         self._total_reward = 0.0
@@ -60,19 +60,11 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
         # garbage-collected.
         self._closing = weakref.finalize(self, dropped().put, self._client.close)
 
-    def reset(
-        self,
-        question_id: str | None = None,
-        db_id: str | None = None,
-        seed: int | None = None,
-        split: str | None = None,
-        **_row: Any,
-    ) -> str:
+    def _start(self, **selectors: Any) -> str:
         """Start the episode a dataset row names on the server; returns its opening text."""
         close_dropped()
         _check_rewards(self._base_url)
-        chosen = {"question_id": question_id, "db_id": db_id, "seed": seed, "split": split}
-        started = self._client.reset(**{k: v for k, v in chosen.items() if v is not None})
+        started = self._client.reset(**{k: v for k, v in selectors.items() if v is not None})
         if started.observation.error:
             raise RuntimeError(
                 f"the server could not start an episode: {started.observation.error}"
