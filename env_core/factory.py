@@ -9,7 +9,7 @@ from env_core.catalog import Catalog
 from env_core.demo import resolve_data_dir
 from env_core.errors import DataError
 from env_core.layouts import detect_layout
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager, executor_limits
 from env_core.settings import Settings
 
 
@@ -21,7 +21,6 @@ def open_manager(settings: Settings | None = None, **changes: Any) -> EpisodeMan
     read from the cache).
     """
     settings = (settings or Settings.from_environment()).replace(**changes)
-    config = SessionConfig.of(settings)
     catalog = load_catalog(settings)
     split = catalog.splits[settings.split]
     if not split.questions:
@@ -30,19 +29,18 @@ def open_manager(settings: Settings | None = None, **changes: Any) -> EpisodeMan
             f"split {settings.split!r} has no question an episode can ask: all "
             f"{len(split.excluded)} were excluded ({reasons or 'the question file is empty'})"
         )
-    return EpisodeManager(catalog, config)
+    return EpisodeManager(catalog, settings)
 
 
 def load_catalog(settings: Settings, splits: list[str] | None = None) -> Catalog:
     """The catalog of the settings' data directory: their split, or `splits`."""
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
     root = resolve_data_dir(settings.data_dir, cache_dir)
-    limits = SessionConfig.of(settings).limits
     return Catalog.load(
         root,
         splits or [settings.split],
         cache_dir=cache_dir,
-        limits=limits,
+        limits=executor_limits(settings),
         databases_dir=_databases_dir(settings),
         evidence=settings.evidence,
     )

@@ -117,7 +117,7 @@ class Assessment:
     """The episodes one assessment assigns, each question at most once."""
 
     def __init__(self, manager: EpisodeManager, seats: Seats) -> None:
-        if manager.config.route_by_episode_id:
+        if manager.settings.route_by_episode_id:
             raise ValueError("an assessment needs episodes that only their seat can reach")
         self.manager = manager
         self.seats = seats

@@ -161,5 +161,5 @@ def episode_reward(environments: list[SQLEnvTRL], **_kwargs: Any) -> list[float]
 def environment_factory(manager: EpisodeManager) -> Callable[[], SQLEnvTRL]:
     """A zero-argument factory for TRL whose instances share `manager`, their tools described
     under its limits."""
-    limits = manager.config.limits
+    limits = manager.limits
     return functools.partial(_environment_class(limits.max_rows, limits.max_sample_rows), manager)

@@ -34,7 +34,7 @@ from env_core.catalog import Catalog, question_files
 from env_core.demo import resolve_data_dir
 from env_core.errors import SQLEnvError, shortened, shown
 from env_core.factory import load_catalog
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager, executor_limits
 from env_core.sandbox import Sandbox
 from env_core.settings import Settings
 from evals.green.request import AssessmentRequest, RequestError
@@ -192,8 +192,9 @@ class Assessor:
         self._in_play = QuestionsInPlay(settings.max_episodes)
         # Every assessment's SQL runs on these workers: `--sql-workers` in all, however many
         # assessments run at once (the workers end with this process).
-        config = SessionConfig.of(settings)
-        self._sandbox = Sandbox(config.sql_workers, config.sql_memory_mb, limits=config.limits)
+        self._sandbox = Sandbox(
+            settings.sql_workers, settings.sql_memory_mb, limits=executor_limits(settings)
+        )
 
     def plan(self, request: AssessmentRequest) -> Plan:
         """The episodes a request asks for; `RequestError` if it cannot be met."""
@@ -256,8 +257,7 @@ class Assessor:
     ) -> AssessmentResult:
         """Play the plan with the participant (called `name` in the records), each question
         held while its episode plays; each record is appended to `folder` as it is made."""
-        config = SessionConfig.of(plan.settings)
-        manager = EpisodeManager(plan.catalog, config, sandbox=self._sandbox)
+        manager = EpisodeManager(plan.catalog, plan.settings, sandbox=self._sandbox)
         assessment = Assessment(manager, self.seats)
         run_config = {"policy": name, **plan.config}
         if folder is not None:

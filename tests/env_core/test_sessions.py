@@ -9,7 +9,8 @@ from env_core.errors import (
     QueryFailedError,
     UnknownEpisodeError,
 )
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
+from env_core.settings import Settings
 
 DEV = "dev_without_wta_1"
 
@@ -24,7 +25,7 @@ class FakeClock:
 
 @pytest.fixture
 def manager(spider_catalog):
-    sessions = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_episodes=8))
+    sessions = EpisodeManager(spider_catalog, Settings(split=DEV, max_episodes=8))
     yield sessions
     sessions.shutdown()
 
@@ -120,7 +121,7 @@ def test_a_refused_call_names_a_long_tool_short(manager):
 
 def test_idle_episodes_are_reaped_after_the_ttl(spider_catalog):
     clock = FakeClock()
-    sessions = EpisodeManager(spider_catalog, SessionConfig(split=DEV, idle_ttl_s=60), clock=clock)
+    sessions = EpisodeManager(spider_catalog, Settings(split=DEV, idle_ttl_s=60), clock=clock)
     idle = sessions.create(seed=1)
     busy = sessions.create(seed=2)
     clock.now += 50
@@ -135,7 +136,7 @@ def test_idle_episodes_are_reaped_after_the_ttl(spider_catalog):
 
 
 def test_background_reaper_closes_idle_episodes(spider_catalog):
-    sessions = EpisodeManager(spider_catalog, SessionConfig(split=DEV, idle_ttl_s=0.05))
+    sessions = EpisodeManager(spider_catalog, Settings(split=DEV, idle_ttl_s=0.05))
     sessions.start_reaper(interval_s=0.02)
     sessions.create(seed=1)
     done = threading.Event()
@@ -150,7 +151,7 @@ def test_background_reaper_closes_idle_episodes(spider_catalog):
 
 
 def test_eight_threads_two_hundred_episodes_each_without_cross_talk(spider_catalog):
-    sessions = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_episodes=64))
+    sessions = EpisodeManager(spider_catalog, Settings(split=DEV, max_episodes=64))
     failures: list[str] = []
 
     def worker(thread: int) -> None:
@@ -199,7 +200,7 @@ def test_a_database_broken_after_loading_fails_clearly_and_alone(tmp_path):
 
 
 def test_episodes_on_one_database_share_its_connection_until_the_last_ends(spider_catalog):
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_episodes=8))
+    manager = EpisodeManager(spider_catalog, Settings(split=DEV, max_episodes=8))
     first = manager.create(db_id="concert_singer", seed=1)
     second = manager.create(db_id="concert_singer", seed=2)
     other = manager.create(db_id="pets_1", seed=1)

@@ -23,8 +23,9 @@ from doors.trl.remote import LOST, RemoteSQLEnvTRL
 from env_core.answers import gold_as_json
 from env_core.errors import UnknownQuestionError
 from env_core.factory import open_manager
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
 from env_core.oracle import play_oracle as play_in_process
+from env_core.settings import Settings
 from env_core.tools import TOOLS
 from serving.server_reads import ServerError
 from sqlenv_mcp.server import build_episode_server
@@ -117,7 +118,7 @@ async def test_same_text_structured_result_and_rewards_as_the_mcp_door(
         ("query", {"sql": question.sql}),
         ("answer", {"value": gold_as_json(question.gold)}),
     ]
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=SPIDER_SPLIT))
+    manager = EpisodeManager(spider_catalog, Settings(split=SPIDER_SPLIT))
 
     def comparable(text: str, structured: dict) -> tuple:
         structured = {key: value for key, value in structured.items() if key != "episode_id"}
