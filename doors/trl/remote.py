@@ -33,8 +33,9 @@ from openenv.core.env_server.mcp_types import CallToolAction
 
 from doors.openenv.client import SQLEnvClient
 from doors.trl.environment import SQLEnvTRL
-from env_core.errors import error_from
+from env_core.errors import UnknownEpisodeError, error_from
 from env_core.holder import close_dropped, dropped
+from env_core.render import error_text
 from env_core.rewards import booked
 from serving.server_reads import ServerError, get_json
 
@@ -42,9 +43,11 @@ from serving.server_reads import ServerError, get_json
 # (no refund, a wrong answer worth 0), as in process: the server cannot be asked to end an
 # episode and book what the others add at its end.
 REMOTE_PROFILES = ("shaped", "sparse")
-LOST = (
-    "Error: the connection to the environment server was lost, and this episode with it; "
-    "the episode is over"
+LOST = error_text(
+    UnknownEpisodeError(
+        "the connection to the environment server was lost, and this episode with it; "
+        "the episode is over"
+    )
 )
 
 log = logging.getLogger(__name__)
