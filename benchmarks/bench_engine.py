@@ -22,8 +22,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from env_core.catalog import Catalog
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
 from env_core.read_only import quote_identifier
+from env_core.settings import Settings
 from env_core.sql_analysis import referenced_tables
 
 # The first call of each distinct sample and query: ours runs a query's in the sandbox unless
@@ -74,7 +75,7 @@ def percentile(samples: list[float], q: float) -> float:
 
 def measure(catalog: Catalog, split: str, questions: int, repeats: int, seed: int) -> dict:
     sessions = EpisodeManager(
-        catalog, SessionConfig(split=split, max_steps=10**9, max_episodes=questions + 1)
+        catalog, Settings(split=split, max_steps=1000, max_episodes=questions + 1)
     )
     chosen = random.Random(seed).sample(catalog.questions(split), questions)
     timings: dict[tuple[str, str], list[float]] = defaultdict(list)

@@ -98,9 +98,10 @@ def our_observations(catalog: Catalog, split: str) -> dict[str, dict[str, Any]]:
     from openenv.core.env_server.mcp_types import CallToolAction
 
     from doors.openenv.environment import SQLExploreEnvironment
-    from env_core.manager import EpisodeManager, SessionConfig
+    from env_core.manager import EpisodeManager
+    from env_core.settings import Settings
 
-    manager = EpisodeManager(catalog, SessionConfig(split=split, max_steps=MAX_STEPS))
+    manager = EpisodeManager(catalog, Settings(split=split, max_steps=MAX_STEPS))
     environment = SQLExploreEnvironment(manager)
     environment.reset(question_id=QUESTION)
     observations = {}
@@ -119,11 +120,12 @@ class BareDatabases:
     per database, opened on first use and reused, as ours shares one."""
 
     def __init__(self, catalog: Catalog, split: str) -> None:
-        from env_core.manager import EpisodeManager, SessionConfig
+        from env_core.manager import EpisodeManager
+        from env_core.settings import Settings
 
         self.catalog = catalog
         # Only for its choice of question: no episode is opened, nor any SQL worker started.
-        self.chooser = EpisodeManager(catalog, SessionConfig(split=split))
+        self.chooser = EpisodeManager(catalog, Settings(split=split))
         self.opened: dict[Path, tuple[sqlite3.Connection, list[str]]] = {}
 
     def start(

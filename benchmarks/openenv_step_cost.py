@@ -97,9 +97,10 @@ def in_a_loop(catalog: Catalog, split: str, calls: int = 3000) -> tuple[float, f
     from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
 
     from doors.openenv.environment import SQLExploreEnvironment
-    from env_core.manager import EpisodeManager, SessionConfig
+    from env_core.manager import EpisodeManager
+    from env_core.settings import Settings
 
-    manager = EpisodeManager(catalog, SessionConfig(split=split, max_steps=MAX_STEPS))
+    manager = EpisodeManager(catalog, Settings(split=split, max_steps=MAX_STEPS))
     environment = SQLExploreEnvironment(manager)
     actions = [CallToolAction(tool_name=t, arguments=a) for t, a in LATENCY_CALLS.items()]
     fields = our_observations(catalog, split)

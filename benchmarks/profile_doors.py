@@ -176,7 +176,8 @@ def engine_loop(args: argparse.Namespace) -> None:
     from bench_engine import bare_call, bare_connection
 
     from env_core.catalog import Catalog
-    from env_core.manager import EpisodeManager, SessionConfig
+    from env_core.manager import EpisodeManager
+    from env_core.settings import Settings
 
     catalog = Catalog.load(args.data_dir, [SPLIT])
     if args.engine_loop == "floor":
@@ -184,7 +185,7 @@ def engine_loop(args: argparse.Namespace) -> None:
         connection = bare_connection(path)
         call = functools.partial(bare_call, connection)
     else:
-        manager = EpisodeManager(catalog, SessionConfig(split=SPLIT, max_steps=1000))
+        manager = EpisodeManager(catalog, Settings(split=SPLIT, max_steps=1000))
         episode = manager.create(question_id=QUESTION)
         call = episode.call
     for _number, tool, arguments in rounds_of(len(CALLS)):

@@ -126,6 +126,10 @@ class CapacityError(SQLEnvError):
     """The episode manager holds as many episodes as it may."""
 
 
+class SessionClosedError(SQLEnvError):
+    """The session that held the client's episodes has closed: a new one must be opened."""
+
+
 def error_kind(error: SQLEnvError) -> str:
     """A stable snake_case name for an error, e.g. UnknownTableError -> "unknown_table"."""
     return _kind(type(error))

@@ -10,7 +10,7 @@ from env_core.demo import resolve_data_dir
 from env_core.errors import DataError
 from env_core.gold_queries import GoldBounds
 from env_core.layouts import detect_layout
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager, executor_limits
 from env_core.settings import Settings
 
 
@@ -22,7 +22,6 @@ def open_manager(settings: Settings | None = None, **changes: Any) -> EpisodeMan
     read from the cache).
     """
     settings = (settings or Settings.from_environment()).replace(**changes)
-    config = SessionConfig.of(settings)
     catalog = load_catalog(settings)
     split = catalog.splits[settings.split]
     if not split.questions:
@@ -31,7 +30,7 @@ def open_manager(settings: Settings | None = None, **changes: Any) -> EpisodeMan
             f"split {settings.split!r} has no question an episode can ask: all "
             f"{len(split.excluded)} were excluded ({reasons or 'the question file is empty'})"
         )
-    return EpisodeManager(catalog, config)
+    return EpisodeManager(catalog, settings)
 
 
 def load_catalog(settings: Settings, splits: list[str] | None = None, **options: Any) -> Catalog:
@@ -39,12 +38,11 @@ def load_catalog(settings: Settings, splits: list[str] | None = None, **options:
     queries run under the agent's limits, so a gold the agent could not run is excluded.
     `options`: `Catalog.load`'s `refresh` and `progress`."""
     root, databases_dir, cache_dir = data_location(settings)
-    config = SessionConfig.of(settings)
     return Catalog.load(
         root,
         splits or [settings.split],
         cache_dir=cache_dir,
-        golds=GoldBounds(config.limits, config.sql_memory_mb, config.sql_workers),
+        golds=GoldBounds(executor_limits(settings), settings.sql_memory_mb, settings.sql_workers),
         databases_dir=databases_dir,
         evidence=settings.evidence,
         **options,

@@ -9,7 +9,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,43 +34,9 @@ from env_core.tools import ToolSpec, check_text, tools_for
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class SessionConfig:
-    """What a episode manager needs, built from `Settings` (whose defaults these are)."""
-
-    split: str = Settings.split
-    max_steps: int = Settings.max_steps
-    max_episodes: int = Settings.max_episodes
-    max_episodes_per_client: int = Settings.max_episodes_per_client
-    idle_ttl_s: float = Settings.idle_ttl_s
-    route_by_episode_id: bool = Settings.route_by_episode_id
-    rewards: RewardConfig = field(default_factory=RewardConfig)
-    limits: ExecutorLimits = field(default_factory=ExecutorLimits)
-    sql_workers: int = Settings.sql_workers
-    sql_memory_mb: int = Settings.sql_memory_mb
-
-    def __post_init__(self) -> None:
-        if min(self.max_steps, self.max_episodes, self.max_episodes_per_client) < 1 or (
-            self.idle_ttl_s <= 0
-        ):
-            raise ValueError(
-                "max_steps, max_episodes, max_episodes_per_client and idle_ttl_s must be positive"
-            )
-
-    @classmethod
-    def of(cls, settings: Settings) -> SessionConfig:
-        return cls(
-            split=settings.split,
-            max_steps=settings.max_steps,
-            max_episodes=settings.max_episodes,
-            max_episodes_per_client=settings.max_episodes_per_client,
-            idle_ttl_s=settings.idle_ttl_s,
-            route_by_episode_id=settings.route_by_episode_id,
-            rewards=RewardConfig.profile(settings.reward_profile),
-            limits=ExecutorLimits(timeout_s=settings.query_timeout_s, max_rows=settings.max_rows),
-            sql_workers=settings.sql_workers,
-            sql_memory_mb=settings.sql_memory_mb,
-        )
+def executor_limits(settings: Settings) -> ExecutorLimits:
+    """The SQL limits the settings set (the others are the executor's own)."""
+    return ExecutorLimits(timeout_s=settings.query_timeout_s, max_rows=settings.max_rows)
 
 
 @dataclass(frozen=True)
@@ -82,22 +48,32 @@ class EpisodeStats:
     steps: int
 
 
+# The options that name a question, as `EpisodeManager.choose_question` takes them.
+SELECTORS = ("seed", "question_id", "db_id", "split")
+
+
 class EpisodeManager:
     """Thread-safe registry of open episodes, with seeded question choice and an idle reaper."""
 
     def __init__(
         self,
         catalog: Catalog,
-        config: SessionConfig | None = None,
+        settings: Settings | None = None,
         *,
+        rewards: RewardConfig | None = None,
+        limits: ExecutorLimits | None = None,
         checker: AnswerChecker | None = None,
         clock: Callable[[], float] = time.monotonic,
         sandbox: Sandbox | None = None,
     ) -> None:
-        """`sandbox`: SQL workers shared with other managers (closed by whoever made it),
-        instead of this manager's own."""
+        """Episodes under `settings` (default: the defaults). `rewards` and `limits` replace
+        what the settings' reward profile and SQL limits give (a reward architecture of
+        one's own, tighter limits). `sandbox`: SQL workers shared with other managers (closed
+        by whoever made it), instead of this manager's own."""
         self.catalog = catalog
-        self.config = config or SessionConfig()
+        self.settings = settings or Settings()
+        self.rewards = rewards or RewardConfig.profile(self.settings.reward_profile)
+        self.limits = limits or executor_limits(self.settings)
         self.checker = checker or AnswerChecker()
         self._clock = clock
         self._lock = threading.Lock()
@@ -111,17 +87,17 @@ class EpisodeManager:
         self._stopping = threading.Event()
         self._owns_sandbox = sandbox is None
         self.sandbox = sandbox or Sandbox(
-            self.config.sql_workers,
-            self.config.sql_memory_mb,
+            self.settings.sql_workers,
+            self.settings.sql_memory_mb,
             databases=self._most_asked_databases(),
-            limits=self.config.limits,
+            limits=self.limits,
         )
         # One read-only connection per database, shared by its episodes (see `_open_executor`).
         self._executors: dict[Path, ReadOnlyExecutor] = {}
 
     def _most_asked_databases(self) -> list[Path]:
         """The served split's databases, those with the most questions first."""
-        split = self.catalog.splits.get(self.config.split)
+        split = self.catalog.splits.get(self.settings.split)
         asked = Counter(question.db_id for question in split.questions) if split else Counter()
         return [self.catalog.database_path(db_id) for db_id, _ in asked.most_common()]
 
@@ -129,20 +105,20 @@ class EpisodeManager:
         """What the manager serves, for a client to check it evaluates the same episodes: the
         split, its question count and fingerprint (`Split.fingerprint`), the step budget and
         the reward profile ("custom" for rewards that are none of the named profiles)."""
-        split = self.catalog.splits[self.config.split]
-        profiles = (name for name, rewards in PROFILES.items() if rewards == self.config.rewards)
+        split = self.catalog.splits[self.settings.split]
+        profiles = (name for name, rewards in PROFILES.items() if rewards == self.rewards)
         return {
             "split": split.name,
             "questions": len(split.questions),
             "fingerprint": split.fingerprint,
-            "max_steps": self.config.max_steps,
+            "max_steps": self.settings.max_steps,
             "reward_profile": next(profiles, "custom"),
         }
 
     @property
     def tools(self) -> tuple[ToolSpec, ...]:
         """The tools as this manager's agents read them: with its row limits."""
-        return tools_for(self.config.limits)
+        return tools_for(self.limits)
 
     def choose_question(
         self,
@@ -156,30 +132,26 @@ class EpisodeManager:
         _check_selectors(seed, {"question_id": question_id, "db_id": db_id, "split": split})
         if question_id is not None:
             return self.catalog.question(question_id)
-        candidates = self.catalog.questions(split or self.config.split, db_id)
+        candidates = self.catalog.questions(split or self.settings.split, db_id)
         rng = random.Random(seed) if seed is not None else self._rng
         return candidates[rng.randrange(len(candidates))]
 
     def create(
         self,
         *,
-        seed: int | None = None,
-        question_id: str | None = None,
-        db_id: str | None = None,
-        split: str | None = None,
         episode_id: str | None = None,
         owner: str | None = None,
         client: str | None = None,
         replacing: Sequence[Episode] = (),
+        **selectors: Any,
     ) -> Episode:
-        """Open an episode. `owner` names the connection that may act on it (any, if None);
-        `client` the remote party whose open episodes are capped together. The episodes
-        `replacing` (a door's running ones) are closed once the new one is open, their slots
-        counted as free: if this raises, they run on as they were."""
+        """Open an episode on the question `selectors` name (see `choose_question`). `owner`
+        names the connection that may act on it (any, if None); `client` the remote party
+        whose open episodes are capped together. The episodes `replacing` (a door's running
+        ones) are closed once the new one is open, their slots counted as free: if this
+        raises, they run on as they were."""
         _check_selectors(None, {"episode_id": episode_id})
-        question = self.choose_question(
-            seed=seed, question_id=question_id, db_id=db_id, split=split
-        )
+        question = self.choose_question(**selectors)
         self.reap()
         key = (owner, episode_id) if episode_id else (None, uuid.uuid4().hex)
         episode_id = key[1]
@@ -188,12 +160,12 @@ class EpisodeManager:
             freed = {e.key for e in replaced}
             if key in self._episodes and key not in freed:
                 raise InvalidArgumentError(f"episode id {shown(episode_id)} is already in use")
-            if len(self._episodes) - len(replaced) >= self.config.max_episodes:
+            if len(self._episodes) - len(replaced) >= self.settings.max_episodes:
                 raise CapacityError(
-                    f"all {self.config.max_episodes} episode slots are in use; end an episode "
+                    f"all {self.settings.max_episodes} episode slots are in use; end an episode "
                     "or retry after idle ones expire"
                 )
-            limit = self.config.max_episodes_per_client
+            limit = self.settings.max_episodes_per_client
             held = self._clients[client] - sum(e.client == client for e in replaced)
             if client is not None and held >= limit:
                 raise CapacityError(
@@ -205,9 +177,9 @@ class EpisodeManager:
                 episode_id,
                 question,
                 executor,
-                self.config.rewards,
+                self.rewards,
                 self.checker,
-                self.config.max_steps,
+                self.settings.max_steps,
                 self.catalog.column_notes(question.db_id),
             )
             episode.owner = owner
@@ -236,7 +208,7 @@ class EpisodeManager:
         if executor is not None:
             return executor.share()
         try:
-            executor = ReadOnlyExecutor(path, self.config.limits, sandbox=self.sandbox)
+            executor = ReadOnlyExecutor(path, self.limits, sandbox=self.sandbox)
         except DataError as error:
             # The file changed since the catalog was prepared: say so without server paths.
             log.error("cannot open the database of %s: %s", question.id, error)
@@ -254,7 +226,7 @@ class EpisodeManager:
         if episode is None:
             raise UnknownEpisodeError(
                 f"no open episode {shown(episode_id)}: it was never started here, was ended, "
-                f"or expired after {self.config.idle_ttl_s:g} s idle; start a new episode"
+                f"or expired after {self.settings.idle_ttl_s:g} s idle; start a new episode"
             )
         return episode
 
@@ -265,8 +237,13 @@ class EpisodeManager:
             return None
         return episode
 
+    def is_open(self, episode: Episode) -> bool:
+        """Whether the episode is still registered (not closed, nor reaped)."""
+        with self._lock:
+            return self._episodes.get(episode.key) is episode
+
     def _may_use(self, episode: Episode, owner: str | None) -> bool:
-        return episode.owner in (None, owner) or self.config.route_by_episode_id
+        return episode.owner in (None, owner) or self.settings.route_by_episode_id
 
     def step(
         self,
@@ -319,7 +296,7 @@ class EpisodeManager:
 
     def reap(self) -> int:
         """Close episodes idle for longer than the TTL; returns how many."""
-        cutoff = self._clock() - self.config.idle_ttl_s
+        cutoff = self._clock() - self.settings.idle_ttl_s
         return self._end(lambda episode: episode.last_active < cutoff, "reaped")
 
     def _end(self, chosen: Callable[[Episode], bool], counter: str) -> int:
@@ -337,7 +314,7 @@ class EpisodeManager:
         """Reap idle episodes in a background thread until `shutdown`."""
         if self._reaper is not None:
             return
-        interval = interval_s or max(1.0, self.config.idle_ttl_s / 4)
+        interval = interval_s or max(1.0, self.settings.idle_ttl_s / 4)
 
         def loop() -> None:
             while not self._stopping.wait(interval):
@@ -364,11 +341,6 @@ class EpisodeManager:
 
 
 MAX_SELECTOR_CHARS = 200
-
-
-def running(episode: Episode | None) -> tuple[Episode, ...]:
-    """A door's running episode, if any, as `create` replaces it."""
-    return () if episode is None else (episode,)
 
 
 def _check_selectors(seed: object, texts: dict[str, object]) -> None:

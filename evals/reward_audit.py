@@ -23,7 +23,6 @@ those episodes (the engine is deterministic, so replaying an episode gives the s
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
 import math
@@ -38,7 +37,7 @@ from env_core.calls import Play, ToolCall, drive
 from env_core.catalog import Question
 from env_core.episode import MAX_ANSWER_CHARS
 from env_core.factory import load_catalog
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
 from env_core.oracle import oracle_calls
 from env_core.read_only import quote_identifier
 from env_core.rewards import RewardConfig
@@ -335,10 +334,9 @@ def audit(
     questions = catalog.questions(settings.split)
     if limit is not None and limit < len(questions):
         questions = tuple(random.Random(seed).sample(questions, limit))
-    base = SessionConfig.of(settings)
     audits = []
     for name, config in profiles.items():
-        manager = EpisodeManager(catalog, dataclasses.replace(base, rewards=config))
+        manager = EpisodeManager(catalog, settings, rewards=config)
         try:
             outcomes = _play_all(manager, questions, name, progress)
         finally:

@@ -37,7 +37,7 @@ from env_core.errors import (
 from env_core.manager import EpisodeManager
 from env_core.sandbox import finish_async
 from env_core.tools import ToolSpec
-from serving.asgi import App, Receive, Scope, Send, respond_json
+from serving.asgi import INVALID_REQUEST, App, Receive, Scope, Send, respond_json, rpc_error
 from sqlenv_mcp.agent_tools import AgentToolServer
 from sqlenv_mcp.episodes import ANSWERING, READ_ONLY, STARTING, tool_declarations
 from sqlenv_mcp.results import StartOutput, error_result, start_result, step_result
@@ -117,7 +117,7 @@ class Assessment:
     """The episodes one assessment assigns, each question at most once."""
 
     def __init__(self, manager: EpisodeManager, seats: Seats) -> None:
-        if manager.config.route_by_episode_id:
+        if manager.settings.route_by_episode_id:
             raise ValueError("an assessment needs episodes that only their seat can reach")
         self.manager = manager
         self.seats = seats
@@ -163,8 +163,9 @@ def routed_seat(seats: Seats) -> SeatOf:
 
 class SeatRouter:
     """Sends `/assess/<token>/mcp` to the MCP application at `/mcp` when the token is a seat's,
-    noting the token in the request's scope; answers 404 to any other MCP path, so only a
-    seat's holder can open a connection. Other paths (health) pass through."""
+    noting the token in the request's scope; answers 404 to any other MCP path (a JSON-RPC
+    error, as the SDK answers an unknown session), so only a seat's holder can open a
+    connection. Other paths (health) pass through."""
 
     def __init__(self, app: App, seats: Seats) -> None:
         self.app = app
@@ -182,7 +183,7 @@ class SeatRouter:
             inner = {**scope, "path": MCP_PATH, "raw_path": MCP_PATH.encode()}
             await self.app({**inner, SEAT_KEY: routed["token"]}, receive, send)
             return
-        await respond_json(send, 404, {"error": NO_SEAT})
+        await respond_json(send, 404, rpc_error(None, INVALID_REQUEST, NO_SEAT))
 
 
 def register_assessment_tools(

@@ -12,7 +12,7 @@ from mcp.server.fastmcp import FastMCP
 
 from env_core.command_line import CommandError, CommandParser, run_main
 from env_core.factory import open_manager
-from env_core.manager import SessionConfig
+from env_core.manager import executor_limits
 from env_core.sandbox import Sandbox
 from env_core.settings import Settings, add_arguments
 from serving.asgi import listening_socket
@@ -118,7 +118,7 @@ def build_server(args: argparse.Namespace) -> Served:
     settings = http.settings
     check_modes(args)
     if args.db:
-        limits = SessionConfig.of(settings).limits
+        limits = executor_limits(settings)
         sandbox = Sandbox(settings.sql_workers, settings.sql_memory_mb)
         databases = UserDatabases.from_path(args.db, limits, sandbox)
         sandbox.warm()

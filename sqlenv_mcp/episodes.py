@@ -8,11 +8,10 @@ client (remote address) by the episode manager, and an episode answers only the 
 started it.
 """
 
-import uuid
+import functools
 import weakref
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, field
+from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
 from mcp.server.fastmcp import Context, FastMCP
@@ -20,8 +19,9 @@ from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field, WithJsonSchema
 
 from env_core import contract
-from env_core.episode import Episode, refusal
-from env_core.errors import CapacityError, SQLEnvError, UnknownEpisodeError
+from env_core.episode import refusal
+from env_core.errors import SQLEnvError, UnknownEpisodeError
+from env_core.holder import EpisodeHolder
 from env_core.manager import EpisodeManager
 from env_core.sandbox import finish_async
 from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec, check_names
@@ -64,85 +64,20 @@ EPISODE_ID = Annotated[
 ]
 
 
-@dataclass
-class ConnectionEpisodes:
-    """The episodes one MCP connection opened; the newest is its current episode."""
-
-    manager: EpisodeManager
-    current: str | None = None
-    opened: list[str] = field(default_factory=list)
-    owner: str = field(default_factory=lambda: uuid.uuid4().hex)
-    client: str | None = None  # the remote address, over HTTP
-    session_id: str | None = None  # the MCP session id, over HTTP
-
-    def resolve(self, episode_id: str | None) -> str:
-        if episode_id:
-            return episode_id
-        if self.current is None:
-            raise UnknownEpisodeError(
-                "no episode is running on this connection: call start_episode first "
-                "(or pass the episode_id of an episode you started)"
-            )
-        return self.current
-
-    def start(self, keep_previous: bool, **selectors: Any) -> Episode:
-        """Open an episode; unless `keep_previous`, the connection's other episodes end."""
-        question = self.manager.choose_question(**selectors)
-        leaving = self._finished() if keep_previous else list(self.opened)
-        if len(self.opened) - len(leaving) >= MAX_EPISODES_PER_CONNECTION:
-            raise CapacityError(
-                f"this connection has {MAX_EPISODES_PER_CONNECTION} episodes open, as many as "
-                "one connection may keep; end one (end_episode) or start without keep_previous"
-            )
-        # Opened before the others end, so a start that fails (its database cannot be opened)
-        # ends nothing.
-        episode = self.manager.create(
-            question_id=question.id,
-            owner=self.owner,
-            client=self.client,
-            replacing=self._episodes(leaving),
-        )
-        self._close(leaving)
-        self.opened.append(episode.episode_id)
-        self.current = episode.episode_id
-        return episode
-
-    def end(self, episode_id: str) -> bool:
-        if episode_id == self.current:
-            self.current = None
-        if episode_id in self.opened:
-            self.opened.remove(episode_id)
-        return self.manager.close(episode_id, self.owner)
-
-    def close_all(self) -> None:
-        self._close(self.opened)
-
-    def _finished(self) -> list[str]:
-        """The episodes that can take no more calls (answered, or out of steps)."""
-        return [episode_id for episode_id in self.opened if not self._is_open(episode_id)]
-
-    def _is_open(self, episode_id: str) -> bool:
-        try:
-            return not self.manager.get(episode_id, self.owner).done
-        except UnknownEpisodeError:
-            return False
-
-    def _episodes(self, episode_ids: list[str]) -> list[Episode]:
-        """The episodes still open among `episode_ids`."""
-        found = []
-        for episode_id in episode_ids:
-            with suppress(UnknownEpisodeError):
-                found.append(self.manager.get(episode_id, self.owner))
-        return found
-
-    def _close(self, episode_ids: list[str]) -> None:
-        for episode_id in list(episode_ids):
-            self.end(episode_id)
+NO_EPISODE = (
+    "no episode is running on this connection: call start_episode first "
+    "(or pass the episode_id of an episode you started)"
+)
+TOO_MANY_KEPT = (
+    f"this connection has {MAX_EPISODES_PER_CONNECTION} episodes open, as many as one "
+    "connection may keep; end one (end_episode) or start without keep_previous"
+)
+CONNECTION_CLOSED = "this connection is closed; connect again and call start_episode"
 
 
 class Connections:
-    """The open connections of one server, each found by its MCP session (over HTTP, also by
-    its session id).
+    """The episodes of one server's open connections, each held for its MCP session (over
+    HTTP, also found by its session id).
 
     A connection's episodes belong to its MCP session. They close when the session ends: with
     the server lifespan, which the mcp 1.x SDK enters once per connection, else when the
@@ -151,51 +86,55 @@ class Connections:
 
     def __init__(self, manager: EpisodeManager) -> None:
         self.manager = manager
-        self._by_session: weakref.WeakKeyDictionary[Any, ConnectionEpisodes] = (
+        self._by_session: weakref.WeakKeyDictionary[Any, EpisodeHolder] = (
             weakref.WeakKeyDictionary()
         )
-        self._by_session_id: dict[str, ConnectionEpisodes] = {}
+        self._by_session_id: dict[str, EpisodeHolder] = {}
 
-    def of(self, ctx: Context) -> ConnectionEpisodes:
+    def of(self, ctx: Context) -> EpisodeHolder:
         """The calling connection's episodes."""
-        episodes = self._by_session.get(ctx.session)
-        if episodes is None:
-            episodes = self._open(ctx)
-        return episodes
+        held = self._by_session.get(ctx.session)
+        if held is None:
+            held = self._open(ctx)
+        return held
 
-    def _open(self, ctx: Context) -> ConnectionEpisodes:
-        episodes = ConnectionEpisodes(self.manager)
+    def _open(self, ctx: Context) -> EpisodeHolder:
         request = ctx.request_context.request
-        if request is not None:
-            episodes.client = request.client.host if request.client else None
-            episodes.session_id = request.headers.get("mcp-session-id")
-        if episodes.session_id is not None:
-            self._by_session_id[episodes.session_id] = episodes
-        self._by_session[ctx.session] = episodes
-        weakref.finalize(ctx.session, self._close, episodes)
+        held = EpisodeHolder(
+            self.manager,
+            idle=NO_EPISODE,
+            client=request.client.host if request is not None and request.client else None,
+            keeps=MAX_EPISODES_PER_CONNECTION,
+            full=TOO_MANY_KEPT,
+        )
+        session_id = request.headers.get("mcp-session-id") if request is not None else None
+        if session_id is not None:
+            self._by_session_id[session_id] = held
+        self._by_session[ctx.session] = held
+        weakref.finalize(ctx.session, self._close, held, session_id)
         lifetime = ctx.request_context.lifespan_context
         if isinstance(lifetime, list):  # this connection's own lifespan (mcp 1.x)
-            lifetime.append(episodes)
-        return episodes
+            lifetime.append(functools.partial(self._close, held, session_id))
+        return held
 
-    def _close(self, episodes: ConnectionEpisodes) -> None:
-        episodes.close_all()
-        if episodes.session_id is not None:
-            self._by_session_id.pop(episodes.session_id, None)
+    def _close(self, held: EpisodeHolder, session_id: str | None) -> None:
+        held.close(CONNECTION_CLOSED)
+        if session_id is not None:
+            self._by_session_id.pop(session_id, None)
 
     def holds_episode(self, session_id: str) -> bool:
-        episodes = self._by_session_id.get(session_id)
-        return episodes is not None and bool(episodes.opened)
+        held = self._by_session_id.get(session_id)
+        return held is not None and held.holding
 
     def lifespan(self):
         @asynccontextmanager
-        async def connection(_server: FastMCP) -> AsyncIterator[list[ConnectionEpisodes]]:
-            opened: list[ConnectionEpisodes] = []
+        async def connection(_server: FastMCP) -> AsyncIterator[list[Callable[[], None]]]:
+            closes: list[Callable[[], None]] = []
             try:
-                yield opened
+                yield closes
             finally:
-                for episodes in opened:  # synchronous: the exit may run in a cancelled scope
-                    self._close(episodes)
+                for close in closes:  # synchronous: the exit may run in a cancelled scope
+                    close()
 
         return connection
 
@@ -243,24 +182,24 @@ def register_episode_tools(
 
     def calls_of(tool: str) -> Handler:
         async def call(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-            episodes = connections.of(ctx)
+            held = connections.of(ctx)
             try:
-                resolved = episodes.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))
+                resolved = held.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))
             except UnknownEpisodeError as error:
                 return step_result("", refusal(tool, error))
-            result = await finish_async(manager.work(resolved, tool, arguments, episodes.owner))
+            result = await finish_async(held.work(tool, arguments, resolved))
             return step_result(resolved, result)
 
         return call
 
     async def end(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-        episodes = connections.of(ctx)
+        held = connections.of(ctx)
         try:
             check_names("end_episode", arguments, ("episode_id",))
-            resolved = episodes.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))
+            resolved = held.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))
         except SQLEnvError as error:
             return error_result(error)
-        closed = episodes.end(resolved)
+        closed = held.end(resolved)
         text = f"Episode {resolved} {'ended' if closed else 'was not open'}."
         return tool_result(text, {"episode_id": resolved, "closed": closed})
 

@@ -142,10 +142,10 @@ def build_episode_server(
         mime_type="application/json",
     )
     def databases() -> str:
-        counts = Counter(q.db_id for q in manager.catalog.questions(manager.config.split))
+        counts = Counter(q.db_id for q in manager.catalog.questions(manager.settings.split))
         return json.dumps(
             {
-                "split": manager.config.split,
+                "split": manager.settings.split,
                 "databases": dict(sorted(counts.items())),
                 "catalog": manager.served(),
             }

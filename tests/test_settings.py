@@ -176,9 +176,10 @@ def test_another_process_gets_the_same_settings_from_the_arguments():
 
 @pytest.fixture
 def manager_with_few_rows(demo_catalog):
-    from env_core.manager import EpisodeManager, SessionConfig
+    from env_core.manager import EpisodeManager
+    from env_core.settings import Settings
 
-    manager = EpisodeManager(demo_catalog, SessionConfig.of(Settings(max_rows=7)))
+    manager = EpisodeManager(demo_catalog, Settings(max_rows=7))
     yield manager
     manager.shutdown()
 

@@ -8,7 +8,6 @@ are rewarded and counted like WebSocket steps.
 
 from __future__ import annotations
 
-import uuid
 from importlib.metadata import version
 from typing import Any
 
@@ -32,16 +31,19 @@ from doors.openenv.models import (
 )
 from doors.openenv.web import observation_html
 from env_core import contract
-from env_core.episode import Episode, ToolResult, refusal
-from env_core.errors import SQLEnvError, UnknownEpisodeError, error_data, listed
-from env_core.manager import EpisodeManager, running
+from env_core.episode import ToolResult
+from env_core.errors import InvalidArgumentError, SQLEnvError, error_data, listed
+from env_core.holder import EpisodeHolder
+from env_core.manager import SELECTORS, EpisodeManager
+from env_core.render import error_text
 from env_core.sandbox import Work, finish, finish_async
 
-RESET_OPTIONS = ("seed", "episode_id", "question_id", "db_id", "split")
+RESET_OPTIONS = ("episode_id", *SELECTORS)
 CLOSED_MESSAGE = (
     "this session is closed (it was idle longer than the server's session timeout, or the "
     "server is shutting down); connect again and reset"
 )
+NO_EPISODE = "no episode is running: call reset first"
 
 
 class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
@@ -53,45 +55,27 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
     def __init__(self, manager: EpisodeManager) -> None:
         super().__init__()
         self._manager = manager
-        self._episode: Episode | None = None
-        self._closed = False
         # The session's episodes are its own: an episode id it chooses is scoped to it.
-        self._owner = uuid.uuid4().hex
+        self._held = EpisodeHolder(manager, idle=NO_EPISODE)
 
     def reset(
-        self,
-        seed: int | None = None,
-        episode_id: str | None = None,
-        question_id: str | None = None,
-        db_id: str | None = None,
-        split: str | None = None,
-        **unknown: Any,
+        self, seed: int | None = None, episode_id: str | None = None, **options: Any
     ) -> EpisodeObservation:
         """Start an episode; the question is chosen exactly as `EpisodeManager.create` does.
         Options that name no question or a bad episode id are an error and leave the running
         episode as it is; the episode is held for the connection's client (see
         `guard.CONNECTION_CLIENT`)."""
-        if self._closed:
-            return _reset_error("session_closed", CLOSED_MESSAGE)
-        if unknown:
-            return _reset_error(
-                "invalid_argument",
-                f"reset does not take {listed(unknown)}; it takes: {', '.join(RESET_OPTIONS)}",
-            )
         try:
-            self._episode = self._manager.create(
-                seed=seed,
-                question_id=question_id,
-                db_id=db_id,
-                split=split,
-                episode_id=episode_id,
-                owner=self._owner,
-                client=CONNECTION_CLIENT.get(),
-                replacing=running(self._episode),
-            )
+            unknown = options.keys() - set(SELECTORS)
+            if unknown:
+                raise InvalidArgumentError(
+                    f"reset does not take {listed(unknown)}; it takes: {', '.join(RESET_OPTIONS)}"
+                )
+            self._held.client = CONNECTION_CLIENT.get()
+            episode = self._held.start(seed=seed, episode_id=episode_id, **options)
         except SQLEnvError as error:
-            return _reset_error(**error_data(error))
-        return EpisodeObservation(**self._episode.start.to_dict())
+            return error_observation(error)
+        return EpisodeObservation(**episode.start.to_dict())
 
     def step(
         self, action: Action, timeout_s: float | None = None, **kwargs: Any
@@ -116,19 +100,16 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
         if not isinstance(action, CallToolAction):
             raise TypeError(f"expected ListToolsAction or CallToolAction, got {type(action)}")
         name = action.tool_name
-        episode = self._episode
+        episode = self._held.episode
         if episode is None:
-            message = CLOSED_MESSAGE if self._closed else "no episode is running: call reset first"
-            return _observation("", refusal(name, UnknownEpisodeError(message)), {})
-        result = yield from self._manager.work(
-            episode.episode_id, name, action.arguments, self._owner
-        )
+            return _observation("", self._held.refused(name), {})
+        result = yield from self._held.work(name, action.arguments, episode.episode_id)
         metadata = {"budget_left": episode.budget_left, "total_reward": episode.total_reward}
         return _observation(episode.episode_id, result, metadata)
 
     @property
     def state(self) -> SQLState:
-        episode = self._episode
+        episode = self._held.episode
         if episode is None:
             return SQLState()
         return SQLState(
@@ -150,19 +131,12 @@ class SQLExploreEnvironment(Environment[Action, Observation, SQLState]):
         return observation_html(observation)
 
     def close(self) -> None:
-        self._closed = True
-        self._end_episode()
-
-    def _end_episode(self) -> None:
-        if self._episode is not None:
-            self._manager.close(self._episode.episode_id, self._owner)
-            self._episode = None
+        self._held.close(CLOSED_MESSAGE)
 
 
-def _reset_error(error: str, message: str) -> EpisodeObservation:
-    return EpisodeObservation(
-        text=f"Error: {message}", error={"error": error, "message": message}, done=True
-    )
+def error_observation(error: SQLEnvError) -> EpisodeObservation:
+    """A reset the engine refused, as OpenEnv sends it: the engine's text and structured error."""
+    return EpisodeObservation(text=error_text(error), error=error_data(error), done=True)
 
 
 def _observation(episode_id: str, result: ToolResult, metadata: dict) -> CallToolObservation:

@@ -23,6 +23,8 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from doors.openenv.models import observation_text, tool_arguments
+from env_core.errors import UnknownEpisodeError
+from env_core.render import error_text
 from env_core.tools import TOOLS, TOOLS_BY_NAME
 
 ARGUMENT_HELP = "table for describe and sample, one SELECT for query, the answer for answer"
@@ -142,7 +144,7 @@ def build_play_ui(
         try:
             options = seed_option(seed)
         except ValueError as error:
-            return render({"text": f"Error: {error}"}), "", [], ""
+            return render({"text": error_text(error)}), "", [], ""
         if question_id.strip():
             options["question_id"] = question_id.strip()
         served = await web_manager.reset_environment(options)
@@ -152,7 +154,8 @@ def build_play_ui(
         tool: str, argument: str, n: float | None, lines: list[str]
     ) -> tuple[str, list[str], str]:
         if not web_manager.env.state.episode_id:
-            return render({"text": f"Error: {NO_EPISODE}"}), lines, _transcript_html(lines)
+            refused = error_text(UnknownEpisodeError(NO_EPISODE))
+            return render({"text": refused}), lines, _transcript_html(lines)
         sample_size = int(n) if tool == "sample" and n is not None else None
         arguments = tool_arguments(tool, argument, sample_size)
         action = {"type": "call_tool", "tool_name": tool, "arguments": arguments}

@@ -11,20 +11,14 @@ from __future__ import annotations
 
 import functools
 import inspect
-import logging
-import queue
-import threading
-import weakref
 from collections.abc import Callable
 from typing import Any
 
-from env_core.episode import Episode, refusal
-from env_core.errors import UnknownEpisodeError
+from env_core.episode import Episode
 from env_core.factory import open_manager
-from env_core.manager import EpisodeManager, running
+from env_core.holder import EpisodeHolder
+from env_core.manager import SELECTORS, EpisodeManager
 from env_core.tools import TOOLS, ToolSpec, tool_specs
-
-log = logging.getLogger(__name__)
 
 
 def _docstring(spec: ToolSpec) -> str:
@@ -39,62 +33,40 @@ def _default_manager() -> EpisodeManager:
     return open_manager()
 
 
+NO_EPISODE = "no episode is running; the trainer calls reset first"
+
+
 class SQLEnvTRL:
     """One rollout's episode. TRL reuses instances across steps; `reset` starts each episode."""
 
     tools: tuple[ToolSpec, ...] = TOOLS
 
     def __init__(self, manager: EpisodeManager | None = None) -> None:
-        self._manager = manager or _default_manager()
-        if self._manager.tools != self.tools:
+        manager = manager or _default_manager()
+        if manager.tools != self.tools:
             raise ValueError(
                 "this manager's row limits change the tools' descriptions: make instances "
                 "with environment_factory(manager)"
             )
-        self._episode: Episode | None = None
-        self._ending: weakref.finalize | None = None
-        # Held while `_episode` is replaced or ended: two resets racing on one instance would
-        # each open an episode in place of the same old one, leaving one of the two open. A
-        # call is not made under it: the engine refuses a call made while another runs, and a
-        # call on an episode a reset has just closed is refused as unknown, spending nothing.
-        self._lock = threading.Lock()
+        # Not owned: a trainer's own code reaches a rollout's episode by its id. An instance
+        # dropped with its episode running ends it when garbage-collected.
+        self._held = EpisodeHolder(manager, idle=NO_EPISODE, owned=False)
 
     @property
     def episode(self) -> Episode | None:
         """The engine episode of the current rollout (a property, so TRL does not expose it)."""
-        return self._episode
+        return self._held.episode
 
-    def reset(
-        self,
-        question_id: str | None = None,
-        db_id: str | None = None,
-        seed: int | None = None,
-        split: str | None = None,
-        **_row: Any,
-    ) -> str:
-        """Start the episode a dataset row names and return the engine's opening text.
+    def reset(self, **row: Any) -> str:
+        """Start the episode a dataset row names (its `SELECTORS` columns) and return the
+        engine's opening text.
 
         TRL appends the returned text to the prompt's last message with no separator, so
         the prompts built by `training.datasets` end with a blank line. Other columns of the
         row (`prompt`, ...) are ignored. Options that name no question raise the engine's
         error and leave the running episode as it is.
         """
-        close_dropped()
-        with self._lock:
-            episode = self._manager.create(
-                seed=seed,
-                question_id=question_id,
-                db_id=db_id,
-                split=split,
-                replacing=running(self._episode),
-            )
-            if self._episode is not None:
-                self._ending.detach()
-            self._episode = episode
-            # An instance dropped with its episode running ends it when garbage-collected.
-            ending = functools.partial(self._manager.close, episode.episode_id)
-            self._ending = weakref.finalize(self, dropped().put, ending)
-        return episode.start.text
+        return self._start(**{name: row[name] for name in SELECTORS if name in row})
 
     def get_reward(self) -> float:
         """The episode's total reward, as the engine computed it (0 before any reset).
@@ -102,53 +74,13 @@ class SQLEnvTRL:
         TRL asks once the rollout is over: an episode left unanswered is ended here with the
         wrong-answer reward (and, in the `potential` profile, the exploration refund).
         """
-        with self._lock:
-            if self._episode is None:
-                return 0.0
-            self._episode.abandon()
-            return self._episode.total_reward
+        return self._held.abandon()
+
+    def _start(self, **selectors: Any) -> str:
+        return self._held.start(**selectors).start.text
 
     def _call(self, tool: str, arguments: dict[str, Any]) -> str:
-        episode = self._episode
-        if episode is None:
-            error = UnknownEpisodeError("no episode is running; the trainer calls reset first")
-            return refusal(tool, error).text
-        return self._manager.step(episode.episode_id, tool, arguments).text
-
-
-@functools.cache
-def dropped() -> queue.SimpleQueue[Callable[[], object]]:
-    """Where an instance that is garbage-collected while it holds something (its episode, its
-    connection) leaves the call that closes it, for a thread of its own (started here) to make.
-    The collector may run that finalizer while the collecting thread holds the manager's lock,
-    so it only queues (a SimpleQueue takes none)."""
-    closes: queue.SimpleQueue[Callable[[], object]] = queue.SimpleQueue()
-
-    def close_in_turn() -> None:
-        while True:
-            _close(closes.get())
-
-    threading.Thread(target=close_in_turn, name="sqlenv-trl-dropped", daemon=True).start()
-    return closes
-
-
-def close_dropped() -> None:
-    """Close, in this thread, what dropped instances left: a trainer that makes and drops
-    instances faster than the closing thread runs would otherwise find every slot held."""
-    closes = dropped()
-    while True:
-        try:
-            close = closes.get_nowait()
-        except queue.Empty:
-            return
-        _close(close)
-
-
-def _close(close: Callable[[], object]) -> None:
-    try:
-        close()
-    except Exception:  # the thing was already closed, or its server gone: nothing is held
-        log.debug("closing a dropped instance's episode or connection failed", exc_info=True)
+        return self._held.call(tool, arguments).text
 
 
 PYTHON_TYPES = {"string": str, "integer": int}
@@ -229,5 +161,5 @@ def episode_reward(environments: list[SQLEnvTRL], **_kwargs: Any) -> list[float]
 def environment_factory(manager: EpisodeManager) -> Callable[[], SQLEnvTRL]:
     """A zero-argument factory for TRL whose instances share `manager`, their tools described
     under its limits."""
-    limits = manager.config.limits
+    limits = manager.limits
     return functools.partial(_environment_class(limits.max_rows, limits.max_sample_rows), manager)

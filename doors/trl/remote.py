@@ -11,7 +11,9 @@ must allow as many sessions as rollouts run at once, from one client address
 (`SQLENV_MAX_EPISODES`, `SQLENV_MAX_CONNECTIONS_PER_CLIENT`, `SQLENV_MAX_EPISODES_PER_CLIENT`).
 The tools, their descriptions and their texts are `SQLEnvTRL`'s, for a server with the default
 row limits; the server's rewards must be the shaped or the sparse profile (`REMOTE_PROFILES`).
-An instance dropped without being closed closes its connection when garbage-collected.
+An instance dropped without being closed closes its connection when garbage-collected. A reset
+the server refuses raises the engine's error, as in process (`SQLEnvError`'s kind and sentence,
+sent structured by the server); a server that cannot serve a remote rollout raises `ServerError`.
 
 An episode lives in its server session: when the connection drops (the server restarts, a
 replica is killed, a call outlasts the client's message timeout), the client's next call opens
@@ -30,17 +32,22 @@ from typing import Any
 from openenv.core.env_server.mcp_types import CallToolAction
 
 from doors.openenv.client import SQLEnvClient
-from doors.trl.environment import SQLEnvTRL, close_dropped, dropped
+from doors.trl.environment import SQLEnvTRL
+from env_core.errors import UnknownEpisodeError, error_from
+from env_core.holder import close_dropped, dropped
+from env_core.render import error_text
 from env_core.rewards import booked
-from serving.server_reads import get_json
+from serving.server_reads import ServerError, get_json
 
 # The reward profiles under which an unanswered episode's total is the sum of its step rewards
 # (no refund, a wrong answer worth 0), as in process: the server cannot be asked to end an
 # episode and book what the others add at its end.
 REMOTE_PROFILES = ("shaped", "sparse")
-LOST = (
-    "Error: the connection to the environment server was lost, and this episode with it; "
-    "the episode is over"
+LOST = error_text(
+    UnknownEpisodeError(
+        "the connection to the environment server was lost, and this episode with it; "
+        "the episode is over"
+    )
 )
 
 log = logging.getLogger(__name__)
@@ -50,7 +57,6 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
     """One rollout's episode on the server at `base_url`."""
 
     def __init__(self, base_url: str) -> None:
-        self._episode = None
         self._base_url = base_url
         self._client = SQLEnvClient(base_url=base_url).sync()
         self._total_reward = 0.0
@@ -60,23 +66,13 @@ class RemoteSQLEnvTRL(SQLEnvTRL):
         # garbage-collected.
         self._closing = weakref.finalize(self, dropped().put, self._client.close)
 
-    def reset(
-        self,
-        question_id: str | None = None,
-        db_id: str | None = None,
-        seed: int | None = None,
-        split: str | None = None,
-        **_row: Any,
-    ) -> str:
+    def _start(self, **selectors: Any) -> str:
         """Start the episode a dataset row names on the server; returns its opening text."""
         close_dropped()
         _check_rewards(self._base_url)
-        chosen = {"question_id": question_id, "db_id": db_id, "seed": seed, "split": split}
-        started = self._client.reset(**{k: v for k, v in chosen.items() if v is not None})
-        if started.observation.error:
-            raise RuntimeError(
-                f"the server could not start an episode: {started.observation.error}"
-            )
+        started = self._client.reset(**{k: v for k, v in selectors.items() if v is not None})
+        if started.observation.error:  # the engine's error, structured as `data`
+            raise error_from(started.observation.data)
         self._total_reward = 0.0
         self._episode_id = started.observation.episode_id
         self._lost = False
@@ -127,7 +123,7 @@ def _check_rewards(base_url: str) -> None:
     served = get_json(base_url, "/catalog", "OpenEnv server")
     profile = served.get("reward_profile")
     if profile not in REMOTE_PROFILES:
-        raise RuntimeError(
+        raise ServerError(
             f"the server at {base_url} serves the {profile!r} reward profile, which ends an "
             "unanswered episode with an adjustment a remote rollout cannot ask for; serve "
             f"--reward-profile {' or '.join(REMOTE_PROFILES)}, or train in process with SQLEnvTRL"

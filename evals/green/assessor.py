@@ -32,7 +32,7 @@ from typing import Any
 from env_core.catalog import Catalog
 from env_core.errors import SQLEnvError, shortened, shown
 from env_core.factory import load_catalog, split_names
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager, executor_limits
 from env_core.sandbox import Sandbox
 from env_core.settings import Settings
 from evals.green.request import AssessmentRequest, RequestError
@@ -190,8 +190,9 @@ class Assessor:
         self._in_play = QuestionsInPlay(settings.max_episodes)
         # Every assessment's SQL runs on these workers: `--sql-workers` in all, however many
         # assessments run at once (the workers end with this process).
-        config = SessionConfig.of(settings)
-        self._sandbox = Sandbox(config.sql_workers, config.sql_memory_mb, limits=config.limits)
+        self._sandbox = Sandbox(
+            settings.sql_workers, settings.sql_memory_mb, limits=executor_limits(settings)
+        )
 
     def plan(self, request: AssessmentRequest) -> Plan:
         """The episodes a request asks for; `RequestError` if it cannot be met."""
@@ -254,8 +255,7 @@ class Assessor:
     ) -> AssessmentResult:
         """Play the plan with the participant (called `name` in the records), each question
         held while its episode plays; each record is appended to `folder` as it is made."""
-        config = SessionConfig.of(plan.settings)
-        manager = EpisodeManager(plan.catalog, config, sandbox=self._sandbox)
+        manager = EpisodeManager(plan.catalog, plan.settings, sandbox=self._sandbox)
         assessment = Assessment(manager, self.seats)
         run_config = {"policy": name, **plan.config}
         if folder is not None:

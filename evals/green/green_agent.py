@@ -27,7 +27,7 @@ from a2a.types import (
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 
 from env_core.errors import shown
-from env_core.manager import SessionConfig
+from env_core.manager import executor_limits
 from env_core.settings import Settings
 from env_core.tools import tools_for
 from evals.green import a2a, wire
@@ -140,7 +140,7 @@ def green_app(settings: Settings, card_url: str, allowed_hosts: tuple[str, ...] 
     """The green agent's application: A2A at `/`, the assigned episodes under `/assess/`."""
     seats = Seats()
     http = HttpSettings(settings, allowed_hosts)
-    tools = tools_for(SessionConfig.of(settings).limits)
+    tools = tools_for(executor_limits(settings))
     mcp = build_assessment_server(seats, tools, routed_seat(seats), http)
     episodes = http_app(mcp, http, None, seats=seats)
     card = a2a.agent_card(

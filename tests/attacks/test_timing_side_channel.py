@@ -13,7 +13,8 @@ import httpx
 import pytest
 from served_episodes import MCP_HEADERS, MCP_INITIALIZE, mcp_reply
 
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
+from env_core.settings import Settings
 from serving.local_server import LocalServer
 
 DEV = "dev_without_wta_1"
@@ -38,7 +39,7 @@ def assert_ran_anew(first_ms: float, other: dict, took_ms: float) -> None:
 
 
 def test_a_result_kept_for_one_client_is_not_given_to_another(spider_catalog):
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV))
+    manager = EpisodeManager(spider_catalog, Settings(split=DEV))
     try:
         mine = manager.create(question_id=f"{DEV}:1", client="203.0.113.1")
         theirs = manager.create(question_id=f"{DEV}:1", client="203.0.113.2")

@@ -12,8 +12,9 @@ from mcp.shared.memory import create_connected_server_and_client_session as conn
 from env_core.catalog import Catalog
 from env_core.executor import ReadOnlyExecutor
 from env_core.executor_limits import ExecutorLimits
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
 from env_core.read_only import quote_identifier
+from env_core.settings import Settings
 from sqlenv_mcp.episodes import Connections
 from sqlenv_mcp.explorer import UserDatabases
 from sqlenv_mcp.server import build_episode_server, build_explorer_server
@@ -53,7 +54,7 @@ def vast(tmp_path_factory):
 @pytest.fixture(scope="module")
 def sessions(vast, tmp_path_factory):
     catalog = Catalog.load(vast, cache_dir=tmp_path_factory.mktemp("cache"))
-    manager = EpisodeManager(catalog, SessionConfig(max_steps=50))
+    manager = EpisodeManager(catalog, Settings(max_steps=50))
     yield manager
     manager.shutdown()
 

@@ -1,8 +1,9 @@
 from collections import Counter
 
 from env_core.demo import demo_data_dir
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
 from env_core.oracle import play_oracle
+from env_core.settings import Settings
 
 
 def test_demo_catalog_covers_every_kind_of_question(demo_catalog):
@@ -22,7 +23,7 @@ def test_demo_catalog_covers_every_kind_of_question(demo_catalog):
 
 
 def test_the_oracle_solves_every_demo_question(demo_catalog):
-    sessions = EpisodeManager(demo_catalog, SessionConfig(split="dev"))
+    sessions = EpisodeManager(demo_catalog, Settings(split="dev"))
     for question in demo_catalog.questions("dev"):
         episode = sessions.create(question_id=question.id)
         play_oracle(episode)

@@ -7,9 +7,9 @@ import pytest
 from env_core.answers import AnswerChecker
 from env_core.episode import MAX_KEPT_ARGUMENTS
 from env_core.errors import EpisodeFinishedError
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
 from env_core.oracle import play_oracle
-from env_core.rewards import RewardConfig
+from env_core.settings import Settings
 
 DEV = "dev_without_wta_1"
 SINGER_COUNT = f"{DEV}:0"  # "How many singers do we have?" -> 6
@@ -17,7 +17,7 @@ SINGER_COUNT = f"{DEV}:0"  # "How many singers do we have?" -> 6
 
 @pytest.fixture
 def sessions(spider_catalog):
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_steps=5))
+    manager = EpisodeManager(spider_catalog, Settings(split=DEV, max_steps=5))
     yield manager
     manager.shutdown()
 
@@ -101,7 +101,7 @@ def test_a_failed_calls_arguments_are_kept_cut_short_and_still_told_apart(episod
 
 
 def test_an_episode_holds_only_an_excerpt_of_the_arguments_it_refused(spider_catalog):
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_steps=15))
+    manager = EpisodeManager(spider_catalog, Settings(split=DEV, max_steps=15))
     episode = manager.create(question_id=SINGER_COUNT)
     tracemalloc.start()
     try:
@@ -120,7 +120,7 @@ def test_an_episode_holds_and_names_only_a_few_of_the_arguments_a_tool_does_not_
 ):
     """A client may send any number of names (380,000 fit in one MCP request): the error
     lists a few, and the episode keeps a few and a digest of the rest."""
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_steps=15))
+    manager = EpisodeManager(spider_catalog, Settings(split=DEV, max_steps=15))
     episode = manager.create(question_id=SINGER_COUNT)
     tracemalloc.start()
     try:
@@ -171,7 +171,7 @@ def test_total_reward_is_the_sum_of_step_rewards(episode):
 
 
 def test_sparse_profile_rewards_only_the_answer(spider_catalog):
-    config = SessionConfig(split=DEV, rewards=RewardConfig.profile("sparse"))
+    config = Settings(split=DEV, reward_profile="sparse")
     episode = EpisodeManager(spider_catalog, config).create(question_id=SINGER_COUNT)
     play_oracle(episode)
     assert [step.result.reward for step in episode.history][:-1] == [0.0] * (episode.steps_used - 1)
@@ -185,7 +185,7 @@ def test_the_oracle_answers_correctly(episode):
 
 
 def test_abandoning_books_the_wrong_answer_reward_once(spider_catalog):
-    config = SessionConfig(split=DEV, rewards=RewardConfig.profile("potential"))
+    config = Settings(split=DEV, reward_profile="potential")
     episode = EpisodeManager(spider_catalog, config).create(question_id=SINGER_COUNT)
     episode.call("describe", {"table": "singer"})
     episode.call("query", {"sql": "SELECT count(*) FROM singer"})
@@ -214,7 +214,7 @@ def test_a_call_the_episode_was_abandoned_during_is_refused_and_books_nothing(sp
     """TRL ends an unanswered episode when it asks for the reward: an answer still being
     checked then must not add its reward to a total already read, nor count as a step."""
     checker = HeldChecker()
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV), checker=checker)
+    manager = EpisodeManager(spider_catalog, Settings(split=DEV), checker=checker)
     episode = manager.create(question_id=SINGER_COUNT)
     with ThreadPoolExecutor(1) as pool:
         answering = pool.submit(manager.step, episode.episode_id, "answer", {"value": "6"})

@@ -62,9 +62,10 @@ def test_sampled_train_split(spider_catalog):
 
 @pytest.mark.parametrize("split", ["dev_without_wta_1"])
 def test_gold_answers_through_the_episode(spider_catalog, split):
-    from env_core.manager import EpisodeManager, SessionConfig
+    from env_core.manager import EpisodeManager
+    from env_core.settings import Settings
 
-    sessions = EpisodeManager(spider_catalog, SessionConfig(split=split))
+    sessions = EpisodeManager(spider_catalog, Settings(split=split))
     for question in spider_catalog.questions(split)[:100]:
         episode = sessions.create(question_id=question.id)
         result = episode.call("answer", {"value": gold_as_json(question.gold)})

@@ -14,8 +14,9 @@ from mcp.types import JSONRPCMessage, JSONRPCResponse
 
 from env_core.errors import QueryRejectedError
 from env_core.executor import ReadOnlyExecutor
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
 from env_core.reuse import KEPT, PROVEN
+from env_core.settings import Settings
 from sqlenv_mcp.results import step_result
 
 CONCERT = "concert_singer"
@@ -101,7 +102,7 @@ def test_an_executor_closing_lets_its_results_go(spider_dir, sandbox):
 
 def test_a_manager_shutting_down_lets_its_results_go(spider_catalog):
     before = KEPT.bytes
-    manager = EpisodeManager(spider_catalog, SessionConfig(split="dev_without_wta_1"))
+    manager = EpisodeManager(spider_catalog, Settings(split="dev_without_wta_1"))
     episode = manager.create(question_id="dev_without_wta_1:1")
     for _ in range(2):
         assert episode.call("sample", {"table": "singer"}).ok
@@ -112,7 +113,7 @@ def test_a_manager_shutting_down_lets_its_results_go(spider_catalog):
 
 
 def test_an_episode_pays_for_a_kept_result_like_any_other(spider_catalog):
-    manager = EpisodeManager(spider_catalog, SessionConfig(split="dev_without_wta_1"))
+    manager = EpisodeManager(spider_catalog, Settings(split="dev_without_wta_1"))
     try:
         episode = manager.create(question_id="dev_without_wta_1:1")
         first = episode.call("query", {"sql": CHEAP})
@@ -170,7 +171,7 @@ def send_over_mcp(episode_id: str, result) -> str:
 def test_non_ascii_results_sent_over_mcp_hold_no_more_than_counted(spider_catalog):
     """Latin-1 text takes a byte a character until pydantic's JSON encoder caches its UTF-8
     form in the string, then three."""
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV))
+    manager = EpisodeManager(spider_catalog, Settings(split=DEV))
     text = "\u00e9" * 480
     tracemalloc.start()
     try:
@@ -231,7 +232,7 @@ def test_a_result_arriving_after_its_executor_closed_is_not_kept(spider_dir, san
 
 def test_a_step_in_flight_at_shutdown_leaves_nothing_kept(spider_catalog):
     before = KEPT.bytes
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV))
+    manager = EpisodeManager(spider_catalog, Settings(split=DEV))
     episode = manager.create(question_id=f"{DEV}:1")
     work = manager.work(episode.episode_id, "query", {"sql": CHEAP})
     answered_while_closing(work, manager.shutdown)
@@ -241,7 +242,7 @@ def test_a_step_in_flight_at_shutdown_leaves_nothing_kept(spider_catalog):
 def test_shutdown_lets_go_of_the_results_of_owned_episodes(spider_catalog):
     """Every MCP connection's episodes have an owner, as have an assessment's seats."""
     before = KEPT.bytes
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV))
+    manager = EpisodeManager(spider_catalog, Settings(split=DEV))
     episode = manager.create(question_id=f"{DEV}:1", owner="connection-1")
     assert episode.call("query", {"sql": CHEAP}).ok
     assert KEPT.bytes > before

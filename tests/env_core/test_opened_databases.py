@@ -12,8 +12,9 @@ from test_sandbox_reply_threads import ready
 from test_sandbox_sharing import LIMITS, query
 
 from env_core.errors import QueryFailedError
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
 from env_core.sandbox import OPEN_DATABASES, Sandbox
+from env_core.settings import Settings
 
 DEV = "dev_without_wta_1"
 
@@ -25,7 +26,7 @@ def open_files(pid: int) -> set[str]:
 
 
 def test_the_workers_of_a_manager_hold_its_splits_databases_open(spider_catalog):
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV, sql_workers=2))
+    manager = EpisodeManager(spider_catalog, Settings(split=DEV, sql_workers=2))
     try:
         databases = {q.db_id for q in spider_catalog.splits[DEV].questions}
         paths = {str(spider_catalog.database_path(db_id).resolve()) for db_id in databases}

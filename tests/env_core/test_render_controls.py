@@ -13,8 +13,9 @@ import pytest
 
 from env_core import render
 from env_core.catalog import Catalog
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
 from env_core.render import Column, ForeignKey, QueryResult, TableSchema
+from env_core.settings import Settings
 
 TITLE = "\x1b]0;pwned\x07"  # OSC: set the terminal's title
 RED = "\x1b[31m"  # CSI: switch to red
@@ -42,7 +43,7 @@ def sessions(tmp_path_factory):
     ]
     (root / "dev.json").write_text(json.dumps(records))
     catalog = Catalog.load(root, cache_dir=tmp_path_factory.mktemp("cache"))
-    manager = EpisodeManager(catalog, SessionConfig(max_steps=50))
+    manager = EpisodeManager(catalog, Settings(max_steps=50))
     yield manager
     manager.shutdown()
 

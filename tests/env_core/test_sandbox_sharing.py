@@ -16,7 +16,7 @@ from adversarial import CONCERT
 
 from env_core.errors import QueryTimeoutError, ServerBusyError, error_data
 from env_core.executor_limits import ExecutorLimits
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
 from env_core.sandbox import (
     START_RETRY_S,
     STARTER_THREAD,
@@ -26,6 +26,7 @@ from env_core.sandbox import (
     finish_async,
     waiting_limit,
 )
+from env_core.settings import Settings
 
 # ~0.06 s in a worker on a quick machine, ~0.15 s on a slower one.
 SLOW = (
@@ -181,10 +182,8 @@ SHORT_LIMITS = ExecutorLimits(timeout_s=0.05, max_sql_chars=30_000)
 
 @pytest.fixture
 def manager(spider_catalog):
-    config = SessionConfig(
-        split="dev_without_wta_1", max_steps=5, sql_workers=1, limits=SHORT_LIMITS
-    )
-    sessions = EpisodeManager(spider_catalog, config)
+    settings = Settings(split="dev_without_wta_1", max_steps=5, sql_workers=1)
+    sessions = EpisodeManager(spider_catalog, settings, limits=SHORT_LIMITS)
     yield sessions
     sessions.shutdown()
 
@@ -256,7 +255,7 @@ def test_a_call_when_no_worker_can_start_spends_no_step(manager, monkeypatch):
 
 
 def test_a_clients_episodes_hold_up_another_clients_by_one_call_each(spider_catalog):
-    config = SessionConfig(split="dev_without_wta_1", sql_workers=1)
+    config = Settings(split="dev_without_wta_1", sql_workers=1)
     manager = EpisodeManager(spider_catalog, config)
     finished: list[str] = []
 

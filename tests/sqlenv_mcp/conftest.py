@@ -11,9 +11,10 @@ def anyio_backend():
 
 @pytest.fixture
 def manager(spider_catalog):
-    from env_core.manager import EpisodeManager, SessionConfig
+    from env_core.manager import EpisodeManager
+    from env_core.settings import Settings
 
-    sessions = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_episodes=32))
+    sessions = EpisodeManager(spider_catalog, Settings(split=DEV, max_episodes=32))
     yield sessions
     sessions.shutdown()
 

@@ -8,12 +8,12 @@ from mcp_processes import stdio_session
 from env_core.errors import QueryRejectedError, ToolError
 from env_core.executor import ReadOnlyExecutor
 from env_core.executor_limits import ExecutorLimits
-from env_core.manager import SessionConfig
 from env_core.render import error_text
+from env_core.settings import Settings
 
 pytestmark = pytest.mark.anyio
 TIMEOUT_S = 0.5
-OVER_MEMORY = error_text(QueryRejectedError.over_memory(SessionConfig().sql_memory_mb))
+OVER_MEMORY = error_text(QueryRejectedError.over_memory(Settings.sql_memory_mb))
 
 
 async def test_corpus_through_mcp(spider_dir, cache_dir, tmp_path):

@@ -11,6 +11,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_processes import stdio_session
 
 from env_core.answers import gold_as_json
+from sqlenv_mcp.assessment import NO_SEAT
 
 pytestmark = pytest.mark.anyio
 DEV = "dev_without_wta_1"
@@ -87,7 +88,13 @@ async def test_over_http_each_question_has_its_own_address(http_server, spider_c
     altered = token[:-1] + ("y" if token.endswith("x") else "x")  # one character off
     for wrong in (f"{server.url}/mcp", f"{server.url}/assess/{altered}/mcp"):
         refused = httpx.post(wrong, json=initialize, timeout=10)
-        assert refused.status_code == 404 and "no assigned episode" in refused.text
+        assert refused.status_code == 404
+        # A JSON-RPC error, as the SDK answers an unknown session (its body was {"error": "..."}).
+        assert refused.json() == {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32600, "message": NO_SEAT},
+        }
     assert f"{ASSIGNED}: correct" in server.output()
 
 

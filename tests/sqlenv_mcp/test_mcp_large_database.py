@@ -11,7 +11,6 @@ from mcp_processes import stdio_session
 from process_memory import MIB, PeakRSS
 
 from env_core.errors import QueryRejectedError
-from env_core.manager import SessionConfig
 from env_core.render import error_text
 from env_core.sandbox import GRACE_S
 from env_core.sandbox_worker import HEADROOM_BYTES
@@ -61,7 +60,7 @@ async def test_every_bound_holds_on_a_large_database_through_the_query_tool(
             assert "(20 rows shown; more exist" in many.content[0].text
             answered = await client.call_tool("answer", {"value": "4000000"})
         assert answered.content[0].text.startswith("Correct.")
-    workers = SessionConfig().sql_workers
+    workers = Settings().sql_workers
     bound = workers * (Settings.sql_memory_mb * MIB + HEADROOM_BYTES)
     assert peak.bytes - peak.before < bound, peak.growth_mib
     assert file_fingerprint(database) == before

@@ -245,7 +245,8 @@ async def test_output_schemas_can_be_left_out(manager):
 
 async def test_a_start_that_cannot_open_its_database_ends_nothing(spider_dir, tmp_path):
     from env_core.catalog import Catalog
-    from env_core.manager import EpisodeManager, SessionConfig
+    from env_core.manager import EpisodeManager
+    from env_core.settings import Settings
 
     (tmp_path / "tables.json").symlink_to(spider_dir / "tables.json")
     for db in ("concert_singer", "pets_1"):
@@ -253,7 +254,7 @@ async def test_a_start_that_cannot_open_its_database_ends_nothing(spider_dir, tm
     questions = json.loads((spider_dir / f"{DEV}.json").read_text())
     kept = [q for q in questions if q["db_id"] in ("concert_singer", "pets_1")]
     (tmp_path / f"{DEV}.json").write_text(json.dumps(kept))
-    manager = EpisodeManager(Catalog.load(tmp_path, [DEV]), SessionConfig(split=DEV))
+    manager = EpisodeManager(Catalog.load(tmp_path, [DEV]), Settings(split=DEV))
     try:
         async with connect(build_episode_server(manager)) as client:
             await client.call_tool("start_episode", {"db_id": "concert_singer"})

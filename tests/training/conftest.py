@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
+from env_core.settings import Settings
 
 for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ[name] = "1"
@@ -18,6 +19,6 @@ SPIDER_DEV = "dev_without_wta_1"
 
 @pytest.fixture
 def spider_manager(spider_catalog) -> EpisodeManager:
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=SPIDER_DEV))
+    manager = EpisodeManager(spider_catalog, Settings(split=SPIDER_DEV))
     yield manager
     manager.shutdown()

@@ -59,9 +59,10 @@ class FirstTurns:
 
 @pytest.fixture(scope="module")
 def tiny_dir(spider_catalog, tmp_path_factory):
-    from env_core.manager import EpisodeManager, SessionConfig
+    from env_core.manager import EpisodeManager
+    from env_core.settings import Settings
 
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV))
+    manager = EpisodeManager(spider_catalog, Settings(split=DEV))
     environment = SQLEnvTRL(manager)
     questions = spider_catalog.questions(DEV)[:4]
     transcripts = [oracle_transcript(environment, question) for question in questions]

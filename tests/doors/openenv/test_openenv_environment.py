@@ -17,7 +17,7 @@ from openenv.core.env_server.mcp_types import (
 
 from doors.openenv.client import SQLAction
 from doors.openenv.environment import SQLExploreEnvironment
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
 from env_core.rewards import PROFILES
 from env_core.settings import Settings
 from env_core.tools import TOOLS
@@ -28,7 +28,7 @@ BOOKS_BY_GENRE = "SELECT genre FROM books GROUP BY genre ORDER BY count(*) DESC 
 
 @pytest.fixture
 def manager(demo_catalog):
-    manager = EpisodeManager(demo_catalog, SessionConfig(max_episodes=4))
+    manager = EpisodeManager(demo_catalog, Settings(max_episodes=4))
     yield manager
     manager.shutdown()
 

@@ -21,9 +21,11 @@ from doors.openenv.client import SQLAction, SQLEnvClient
 from doors.trl.environment import SQLEnvTRL
 from doors.trl.remote import LOST, RemoteSQLEnvTRL
 from env_core.answers import gold_as_json
+from env_core.errors import UnknownQuestionError
 from env_core.factory import open_manager
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
 from env_core.oracle import play_oracle as play_in_process
+from env_core.settings import Settings
 from env_core.tools import TOOLS
 from serving.server_reads import ServerError
 from sqlenv_mcp.server import build_episode_server
@@ -116,7 +118,7 @@ async def test_same_text_structured_result_and_rewards_as_the_mcp_door(
         ("query", {"sql": question.sql}),
         ("answer", {"value": gold_as_json(question.gold)}),
     ]
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=SPIDER_SPLIT))
+    manager = EpisodeManager(spider_catalog, Settings(split=SPIDER_SPLIT))
 
     def comparable(text: str, structured: dict) -> tuple:
         structured = {key: value for key, value in structured.items() if key != "episode_id"}
@@ -250,11 +252,30 @@ def test_remote_trl_refuses_a_server_whose_rewards_it_would_sum_otherwise(start_
     with (
         start_server(reward_profile="potential") as url,
         RemoteSQLEnvTRL(url) as remote,
-        pytest.raises(RuntimeError) as refusal,
+        pytest.raises(ServerError) as refusal,
     ):
         remote.reset(seed=1)
     assert "serves the 'potential' reward profile" in str(refusal.value)
     assert "--reward-profile shaped or sparse" in str(refusal.value)
+
+
+def test_a_reset_the_server_refuses_raises_the_engines_error_as_in_process(
+    spider_server, spider_settings
+):
+    """Remote, a reset naming no question raised a RuntimeError wrapping the server's text:
+    a trainer catching the engine's errors would have had to parse it."""
+    manager = open_manager(spider_settings)
+    try:
+        with pytest.raises(UnknownQuestionError) as in_process:
+            SQLEnvTRL(manager).reset(question_id="nowhere:1")
+    finally:
+        manager.shutdown()
+    with (
+        RemoteSQLEnvTRL(spider_server) as remote,
+        pytest.raises(UnknownQuestionError) as refused,
+    ):
+        remote.reset(question_id="nowhere:1")
+    assert str(refused.value) == str(in_process.value)
 
 
 def test_remote_trl_rewards_add_up_as_in_process(spider_server, spider_settings):

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
+from env_core.settings import Settings
 
 SPIDER_DEV = "dev_without_wta_1"
 
@@ -19,6 +20,6 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 @pytest.fixture
 def spider_manager(spider_catalog) -> EpisodeManager:
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=SPIDER_DEV))
+    manager = EpisodeManager(spider_catalog, Settings(split=SPIDER_DEV))
     yield manager
     manager.shutdown()

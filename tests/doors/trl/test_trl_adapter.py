@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from transformers.utils import get_json_schema
 
@@ -81,10 +79,10 @@ def test_same_episode_through_trl_and_engine_gives_same_text_and_rewards(
 
 
 def test_an_unanswered_rollout_is_scored_as_a_wrong_answer(spider_manager):
-    from env_core.manager import EpisodeManager, SessionConfig
-    from env_core.rewards import RewardConfig
+    from env_core.manager import EpisodeManager
+    from env_core.settings import Settings
 
-    config = SessionConfig(split="dev_without_wta_1", rewards=RewardConfig.profile("potential"))
+    config = Settings(split="dev_without_wta_1", reward_profile="potential")
     environment = SQLEnvTRL(EpisodeManager(spider_manager.catalog, config))
     environment.reset(question_id="dev_without_wta_1:0")
     environment.describe("singer")
@@ -128,8 +126,8 @@ def test_wrong_or_missing_arguments_get_the_engines_error_and_spend_the_step(spi
 
 
 def test_the_tools_are_described_under_the_managers_row_limits(spider_manager):
-    config = replace(spider_manager.config, limits=ExecutorLimits(max_rows=7, max_sample_rows=9))
-    manager = EpisodeManager(spider_manager.catalog, config)
+    limits = ExecutorLimits(max_rows=7, max_sample_rows=9)
+    manager = EpisodeManager(spider_manager.catalog, spider_manager.settings, limits=limits)
     environment = environment_factory(manager)()
     described = {m.__name__: get_json_schema(m)["function"] for m in tool_methods(environment)}
     assert "at most 7 rows" in described["query"]["description"]

@@ -13,14 +13,15 @@ import pytest
 
 from doors.trl import SQLEnvTRL
 from env_core.errors import SQLEnvError
-from env_core.manager import EpisodeManager, SessionConfig
+from env_core.manager import EpisodeManager
+from env_core.settings import Settings
 
 SPIDER_DEV = "dev_without_wta_1"
 
 
 @pytest.fixture
 def small_manager(spider_catalog):
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=SPIDER_DEV, max_episodes=8))
+    manager = EpisodeManager(spider_catalog, Settings(split=SPIDER_DEV, max_episodes=8))
     yield manager
     manager.shutdown()
 
@@ -84,7 +85,7 @@ def test_dropped_instances_end_their_episodes(small_manager):
 def test_instances_made_and_dropped_in_turn_never_find_the_slots_held(spider_catalog):
     """A trainer may make and drop instances faster than the closing thread runs: a reset
     that found both slots held would raise `CapacityError`."""
-    manager = EpisodeManager(spider_catalog, SessionConfig(split=SPIDER_DEV, max_episodes=2))
+    manager = EpisodeManager(spider_catalog, Settings(split=SPIDER_DEV, max_episodes=2))
     try:
         for _ in range(300):
             environment = SQLEnvTRL(manager)
