@@ -22,7 +22,7 @@ from env_core.episode import Episode, refusal
 from env_core.errors import UnknownEpisodeError
 from env_core.factory import open_manager
 from env_core.manager import EpisodeManager, running
-from env_core.tools import TOOLS, ToolSpec, tool_specs
+from env_core.tools import TOOLS, ToolSpec, python_parameters, tool_specs
 
 log = logging.getLogger(__name__)
 
@@ -151,9 +151,6 @@ def _close(close: Callable[[], object]) -> None:
         log.debug("closing a dropped instance's episode or connection failed", exc_info=True)
 
 
-PYTHON_TYPES = {"string": str, "integer": int}
-
-
 def _tool(spec: ToolSpec) -> Callable[..., str]:
     """The method for one tool. Its signature and docstring declare the tool's parameters,
     which TRL renders as the tool's schema; a call takes whatever arguments the model wrote,
@@ -161,16 +158,7 @@ def _tool(spec: ToolSpec) -> Callable[..., str]:
     the step spent (as a Python TypeError, TRL would show its own text and charge nothing).
     Positional arguments fill the parameters in order, for callers in Python."""
     properties = spec.parameters["properties"]
-    required = spec.parameters["required"]
-    declared = [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            default=inspect.Parameter.empty if name in required else schema["default"],
-            annotation=PYTHON_TYPES[schema["type"]],
-        )
-        for name, schema in properties.items()
-    ]
+    declared = python_parameters(spec)
 
     def tool(self: SQLEnvTRL, /, *values: Any, **arguments: Any) -> str:
         if len(values) > len(properties):
