@@ -269,3 +269,20 @@ async def test_a_start_that_cannot_open_its_database_ends_nothing(spider_dir, tm
             assert counted.structuredContent["data"]["rows"] == [[6]], text(counted)
     finally:
         manager.shutdown()
+
+
+async def test_a_tool_added_the_fastmcp_way_is_listed_after_the_engines_and_called(manager):
+    """The benchmarks' floor (benchmarks/mcp_floor_server.py) adds its no-op with @server.tool
+    beside the tools the server declares itself."""
+    server = build_episode_server(manager)
+
+    @server.tool(description="Do nothing.")
+    async def noop() -> str:
+        return "nothing done"
+
+    async with connect(server) as client:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        assert names[-2:] == ["end_episode", "noop"]
+        assert text(await client.call_tool("noop", {})) == "nothing done"
+        unknown = await client.call_tool("nope", {})
+        assert unknown.isError and text(unknown) == "Unknown tool: nope"
