@@ -26,6 +26,7 @@ from env_core.manager import EpisodeManager
 from env_core.read_only import quote_identifier
 from env_core.settings import Settings
 from env_core.sql_analysis import referenced_tables
+from env_core.tools import SAMPLE_ROWS
 
 # The first call of each distinct sample and query: ours runs a query's in the sandbox unless
 # its program is bounded (see `env_core.programs`), and answers later calls of the same with the
@@ -59,10 +60,10 @@ def bare_call(connection: sqlite3.Connection, tool: str, arguments: dict) -> str
     if tool == "describe":
         return floor_describe(connection, arguments["table"])
     if tool == "sample":
-        n = arguments.get("n", 5)
+        n = arguments.get("n", SAMPLE_ROWS)
         sql = f"SELECT * FROM {quote_identifier(arguments['table'])} LIMIT {n}"
         return floor_rows(connection, sql, n)
-    return floor_rows(connection, arguments["sql"], 20)
+    return floor_rows(connection, arguments["sql"], Settings.max_rows)
 
 
 def percentile(samples: list[float], q: float) -> float:

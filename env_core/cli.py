@@ -18,6 +18,7 @@ from env_core.layouts import detect_layout, in_difficulty_order
 from env_core.oracle import play_oracle
 from env_core.progress import PreparationProgress
 from env_core.settings import OPTIONS, Settings, add_arguments, shown_value
+from env_core.tools import ToolSpec, tool_table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -195,38 +196,55 @@ def print_step(arguments: dict, result: ToolResult) -> None:
 
 
 def play_interactive(episode: Episode) -> None:
-    argument_names = {"describe": "table", "sample": "table", "query": "sql", "answer": "value"}
+    tools = {spec.name: spec for spec in tool_table()}
     while not episode.done:
         try:
             line = input("\ncall> ").strip()
         except EOFError:
             return
         tool, _, rest = line.partition(" ")
-        if tool not in argument_names:
-            print("type one of: describe TABLE | sample TABLE [N] | query SQL | answer VALUE")
+        if tool not in tools:
+            print(f"type one of: {' | '.join(map(typed_form, tools.values()))}")
             continue
-        arguments: dict = {argument_names[tool]: rest.strip()}
-        if tool == "sample":
-            sampled = sample_arguments(rest)
-            if sampled is None:
-                print("sample takes a table and, if you like, a number of rows: sample books 3")
-                continue
-            arguments = sampled
+        arguments = typed_arguments(tools[tool], rest)
+        if arguments is None:
+            print(f"type {typed_form(tools[tool])} (a quoted name may hold spaces)")
+            continue
         print_step(arguments, episode.call(tool, arguments))
 
 
-def sample_arguments(typed: str) -> dict | None:
-    """`TABLE [N]` as sample's arguments (a quoted table name may hold spaces); None when it is
-    not of that form."""
+def typed_form(spec: ToolSpec) -> str:
+    """How a call of the tool is typed: "sample TABLE [N]"."""
+    required = spec.parameters.get("required", [])
+    words = [
+        name.upper() if name in required else f"[{name.upper()}]"
+        for name in spec.parameters["properties"]
+    ]
+    return " ".join([spec.name, *words])
+
+
+def typed_arguments(spec: ToolSpec, typed: str) -> dict | None:
+    """The arguments of a typed call: the whole text for a tool of one parameter (SQL, an
+    answer), else words (a quoted one may hold spaces) filling the parameters in order, whole
+    numbers where a parameter takes one; None when the text is not of the tool's form."""
+    properties = spec.parameters["properties"]
+    if len(properties) == 1:
+        return {next(iter(properties)): typed.strip()}
     try:
-        parts = shlex.split(typed)
+        words = shlex.split(typed)
     except ValueError:  # an unclosed quote
         return None
-    if len(parts) == 1:
-        return {"table": parts[0]}
-    if len(parts) == 2 and parts[1].isascii() and parts[1].isdigit():
-        return {"table": parts[0], "n": int(parts[1])}
-    return None
+    if not len(spec.parameters.get("required", [])) <= len(words) <= len(properties):
+        return None
+    arguments: dict = {}
+    for (name, schema), word in zip(properties.items(), words, strict=False):
+        if schema["type"] == "integer":
+            if not (word.isascii() and word.isdigit()):
+                return None
+            arguments[name] = int(word)
+        else:
+            arguments[name] = word
+    return arguments
 
 
 if __name__ == "__main__":

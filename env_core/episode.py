@@ -31,7 +31,7 @@ from env_core.errors import (
 from env_core.executor import ReadOnlyExecutor
 from env_core.rewards import RewardTracker, booked
 from env_core.sandbox import Work, finish
-from env_core.tools import ToolSpec, check_arguments, specs_by_name
+from env_core.tools import Target, ToolSpec, call_forms, check_arguments, specs_by_name, tool_table
 
 if TYPE_CHECKING:
     from env_core.catalog import Question
@@ -163,8 +163,9 @@ class Episode:
     def start(self) -> EpisodeStart:
         tables = self.executor.tables
         question = self.question
+        tools = call_forms(tool_table(*self._limits))
         text = render.start_text(
-            question.text, question.db_id, tables, self.max_steps, question.evidence
+            question.text, question.db_id, tables, self.max_steps, tools, question.evidence
         )
         # The tables its text lists: a database may have more than the text can hold.
         shown = tables[: render.tables_shown(tables)]
@@ -210,9 +211,10 @@ class Episode:
         try:
             try:
                 check_arguments(spec, arguments)
-                if tool == "answer":
+                if spec.handler is None:
                     return self._answer(arguments)
-                text, data, table = yield from self._explore(tool, arguments)
+                target = Target(self.executor, self.client, self.column_notes)
+                explored = yield from spec.handler(target, arguments)
             except ToolError as error:
                 return self._failed(tool, error, arguments)
             except GeneratorExit:
@@ -220,7 +222,9 @@ class Episode:
                 # is spent like a failed call, or cancelling would be a free probe.
                 self._failed(tool, CallCancelledError.spent(), arguments)
                 raise
-            return self._finish_step(tool, True, text, data, arguments, table)
+            return self._finish_step(
+                tool, True, explored.text, explored.data, arguments, explored.table
+            )
         finally:
             self._busy = False
 
@@ -239,11 +243,15 @@ class Episode:
     def close(self) -> None:
         self.executor.close()
 
+    @property
+    def _limits(self) -> tuple[int, int]:
+        """The row limits the tools are described under: its executor's."""
+        return self.executor.limits.max_rows, self.executor.limits.max_sample_rows
+
     @functools.cached_property
     def _tools(self) -> dict[str, ToolSpec]:
         """The tools as this episode's agent reads them: under its executor's limits."""
-        limits = self.executor.limits
-        return specs_by_name(limits.max_rows, limits.max_sample_rows)
+        return specs_by_name(*self._limits)
 
     @property
     def ending(self) -> str:
@@ -255,20 +263,6 @@ class Episode:
     def _failed(self, tool: str, error: ToolError, arguments: dict[str, Any]) -> ToolResult:
         text, data = render.error_text(error), error_data(error)
         return self._finish_step(tool, False, text, data, kept_arguments(arguments), None)
-
-    def _explore(self, tool: str, arguments: dict[str, Any]) -> Work[tuple[str, dict, str | None]]:
-        if tool == "describe":
-            schema = self.executor.describe(arguments["table"])
-            notes = self.column_notes.get(schema.name.casefold())
-            text = render.schema_text(schema, notes) if notes else schema.text
-            return text, render.schema_data(schema), schema.name
-        if tool == "sample":
-            schema = self.executor.describe(arguments["table"])
-            n = arguments.get("n", 5)
-            result = yield from self.executor.sample_work(schema, n, client=self.client)
-            return result.text, render.rows_data(result), schema.name
-        result = yield from self.executor.query_work(arguments["sql"], client=self.client)
-        return result.text, render.rows_data(result), None
 
     def _finish_step(
         self, tool: str, ok: bool, text: str, data: dict, arguments: dict, table: str | None

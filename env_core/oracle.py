@@ -12,9 +12,12 @@ from typing import Any
 from env_core.calls import Play, ToolCall, drive
 from env_core.catalog import Question
 from env_core.episode import Episode, ToolResult
+from env_core.settings import Settings
 from env_core.sql_analysis import referenced_tables
 
-PAGE_ROWS = 20
+# The rows a query shows by default. A server with another row cap (--max-rows) is not told
+# to the oracle yet: under a smaller one its pages would be cut short.
+PAGE_ROWS = Settings.max_rows
 
 
 def oracle_calls(question: Question, budget: int) -> Play:

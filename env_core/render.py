@@ -259,8 +259,9 @@ def tables_shown(tables: Sequence[str]) -> int:
 
 
 def start_text(
-    question: str, db_id: str, tables: Sequence[str], budget: int, evidence: str = ""
+    question: str, db_id: str, tables: Sequence[str], budget: int, tools: str, evidence: str = ""
 ) -> str:
+    """The opening an agent reads; `tools`: the tools as calls (`tools.call_forms`)."""
     listed = names_text(tables, MAX_TEXT_CHARS // 2, ALL_TABLES)
     lines = evidence.splitlines()  # a document (Spider 2.0-lite) spans lines
     return within_budget(
@@ -270,8 +271,8 @@ def start_text(
                 *(f"{'Evidence: ' if i == 0 else ''}{line}" for i, line in enumerate(lines)),
                 f"Database: {db_id}",
                 f"Tables: {listed}",
-                f"You have {budget} steps. Tools: describe(table), sample(table, n), query(sql), "
-                "answer(value). Each call is one step; answer ends the episode.",
+                f"You have {budget} steps. Tools: {tools}. Each call is one step; answer ends "
+                "the episode.",
             ]
         )
     )

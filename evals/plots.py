@@ -11,10 +11,12 @@ matplotlib.use("Agg")  # before pyplot is imported
 import matplotlib.pyplot as plt
 import numpy as np
 
+from env_core.tools import tool_table
 from evals.metrics import HARDNESS_LEVELS
 from evals.run_folder import Run
 
-TOOLS = ("describe", "sample", "query", "answer")
+# The tools in the order an agent is told of them.
+TOOLS = tuple(spec.name for spec in tool_table())
 
 
 def draw_all(runs: Sequence[Run], folder: Path) -> list[Path]:

@@ -1,15 +1,16 @@
-"""Tools that receive the agent's arguments exactly as sent.
+"""Tools declared by their ready schemas and called with the agent's arguments exactly as sent.
 
-FastMCP checks a tool's arguments with pydantic before the tool runs: it drops names the tool
-does not take, and answers a wrong type with pydantic's text ("1 validation error for
-sampleArguments ..."). The episode and explorer tools are declared with typed signatures, so
-hosts see their schemas, but are called with the arguments as sent: the engine checks every
-name, type and range and answers a mistake in its own words, as it does through every door.
+Each tool is declared with the JSON schemas the engine (or the door, for its own tools) already
+holds: no Python signature stands in for them. Its calls reach its handler unchecked by the SDK
+(the low-level server's `validate_input=False`; FastMCP's own tools would be checked by pydantic,
+which drops names a tool does not take and answers a wrong type in its own words): the engine
+checks every name, type and range and answers a mistake in its own words, as through every door.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
@@ -22,12 +23,15 @@ from mcp.types import (
     ContentBlock,
     ErrorData,
     GetPromptResult,
+    Tool,
     ToolAnnotations,
 )
 from pydantic import AnyUrl
 
 from env_core.command_line import PACKAGE
 from env_core.errors import InvalidArgumentError, SQLEnvError, shown
+from env_core.tools import ToolSpec
+from sqlenv_mcp.results import Output
 from sqlenv_mcp.stdio import stdio_streams
 
 # A tool's work: the calling context and the arguments as sent, to the result.
@@ -35,11 +39,52 @@ Handler = Callable[[Context, dict[str, Any]], Awaitable[CallToolResult]]
 # The MCP specification's code for a resource that does not exist.
 RESOURCE_NOT_FOUND = -32002
 
+READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
+ANSWERING = ToolAnnotations(
+    readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
+)
+
+
+@dataclass(frozen=True)
+class AgentTool:
+    """One tool as the server lists it, and the handler that answers its calls."""
+
+    declaration: Tool
+    handler: Handler
+
+
+def declared(
+    name: str,
+    description: str,
+    parameters: dict[str, Any],
+    annotations: ToolAnnotations,
+    output: type[Output],
+) -> Tool:
+    """A tool's declaration; `output`: the model of its structured result."""
+    return Tool(
+        name=name,
+        description=description,
+        inputSchema=parameters,
+        outputSchema=output.model_json_schema(),
+        annotations=annotations,
+    )
+
+
+def engine_tool(
+    spec: ToolSpec, own: dict[str, dict[str, Any]], output: type[Output], handler: Handler
+) -> AgentTool:
+    """An engine tool with the door's `own` optional parameters beside its parameters,
+    annotated by whether it only reads."""
+    parameters = spec.parameters | {"properties": spec.parameters["properties"] | own}
+    annotations = READ_ONLY if spec.read_only else ANSWERING
+    return AgentTool(
+        declared(spec.name, spec.description, parameters, annotations, output), handler
+    )
+
 
 class AgentToolServer(FastMCP):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._handlers: dict[str, Handler] = {}
         # FastMCP gives no way to name the server's version; without it, clients see the SDK's.
         self._mcp_server.version = version(PACKAGE)
 
@@ -49,34 +94,32 @@ class AgentToolServer(FastMCP):
             server = self._mcp_server
             await server.run(read_stream, write_stream, server.create_initialization_options())
 
-    def add_agent_tool(
-        self,
-        declaration: Callable[..., Any],
-        handler: Handler,
-        *,
-        name: str,
-        description: str,
-        annotations: ToolAnnotations,
-        structured_output: bool,
-    ) -> None:
-        """Add a tool whose schema `declaration`'s signature gives and whose calls `handler`
-        makes."""
-        self.add_tool(
-            declaration,
-            name=name,
-            description=description,
-            annotations=annotations,
-            structured_output=structured_output,
-        )
-        self._handlers[name] = handler
+    def serve_tools(self, tools: Sequence[AgentTool], output_schemas: bool = True) -> None:
+        """List these tools, in this order, and answer their calls (see the module's note);
+        without `output_schemas`, they are listed with none (`--no-output-schemas`)."""
+        listed = [
+            tool.declaration
+            if output_schemas
+            else tool.declaration.model_copy(update={"outputSchema": None})
+            for tool in tools
+        ]
+        handlers = {tool.declaration.name: tool.handler for tool in tools}
 
-    async def call_tool(
-        self, name: str, arguments: dict[str, Any]
-    ) -> Sequence[ContentBlock] | dict[str, Any] | CallToolResult:
-        handler = self._handlers.get(name)
-        if handler is None:
-            return await super().call_tool(name, arguments)
-        return await handler(self.get_context(), dict(arguments or {}))
+        # Tools added the FastMCP way (`@server.tool`: the benchmarks' no-op floor) follow,
+        # called as FastMCP calls them.
+        async def list_tools() -> list[Tool]:
+            return [*listed, *await self.list_tools()]
+
+        async def call_tool(
+            name: str, arguments: dict[str, Any]
+        ) -> Sequence[ContentBlock] | dict[str, Any] | CallToolResult:
+            handler = handlers.get(name)
+            if handler is None:
+                return await self.call_tool(name, arguments)
+            return await handler(self.get_context(), dict(arguments))
+
+        self._mcp_server.list_tools()(list_tools)
+        self._mcp_server.call_tool(validate_input=False)(call_tool)
 
     # FastMCP answers an unknown resource or prompt with error code 0 (and logs a traceback
     # for the prompt); the specification's codes are these.

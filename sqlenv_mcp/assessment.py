@@ -14,14 +14,13 @@ share a `Seats` registry.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import re
 import secrets
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
 from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
@@ -36,11 +35,11 @@ from env_core.errors import (
 )
 from env_core.manager import EpisodeManager
 from env_core.sandbox import finish_async
-from env_core.tools import ToolSpec
+from env_core.tools import ToolSpec, object_schema
 from serving.asgi import INVALID_REQUEST, App, Receive, Scope, Send, respond_json, rpc_error
-from sqlenv_mcp.agent_tools import AgentToolServer
-from sqlenv_mcp.episodes import ANSWERING, READ_ONLY, STARTING, tool_declarations
-from sqlenv_mcp.results import StartOutput, error_result, start_result, step_result
+from sqlenv_mcp.agent_tools import AgentTool, AgentToolServer, declared, engine_tool
+from sqlenv_mcp.episodes import STARTING
+from sqlenv_mcp.results import StartOutput, StepOutput, error_result, start_result, step_result
 
 log = logging.getLogger(__name__)
 
@@ -192,8 +191,7 @@ def register_assessment_tools(
     seat_of: SeatOf,
     output_schemas: bool = True,
 ) -> None:
-    """start_episode (no arguments) and the four tools on the calling seat's episode."""
-    declarations = tool_declarations({spec.name: spec for spec in tools})
+    """start_episode (no arguments) and the tools on the calling seat's episode."""
 
     async def start(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
         seat = seat_of(ctx)
@@ -221,35 +219,13 @@ def register_assessment_tools(
 
         return call
 
-    server.add_agent_tool(
-        assigned_start,
-        start,
-        name="start_episode",
-        description=START_DESCRIPTION,
-        annotations=STARTING,
-        structured_output=output_schemas,
+    starting = declared(
+        "start_episode", START_DESCRIPTION, object_schema({}), STARTING, StartOutput
     )
-    for spec in tools:
-        server.add_agent_tool(
-            without_episode_id(declarations[spec.name]),
-            calls_of(spec.name),
-            name=spec.name,
-            description=spec.description,
-            annotations=ANSWERING if spec.name == "answer" else READ_ONLY,
-            structured_output=output_schemas,
-        )
-
-
-def assigned_start() -> Annotated[CallToolResult, StartOutput]: ...
-
-
-def without_episode_id(declaration: Callable[..., Any]) -> Callable[..., Any]:
-    """A declaration like `declaration` without its `episode_id` parameter."""
-    signature = inspect.signature(declaration)
-    kept = [p for p in signature.parameters.values() if p.name != "episode_id"]
-
-    def declared(*_args: Any, **_kwargs: Any) -> Any: ...
-
-    declared.__name__ = declaration.__name__
-    declared.__signature__ = signature.replace(parameters=kept)
-    return declared
+    server.serve_tools(
+        [
+            AgentTool(starting, start),
+            *(engine_tool(spec, {}, StepOutput, calls_of(spec.name)) for spec in tools),
+        ],
+        output_schemas,
+    )

@@ -12,11 +12,10 @@ import functools
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Any
 
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, ToolAnnotations
-from pydantic import Field, WithJsonSchema
 
 from env_core import contract
 from env_core.episode import refusal
@@ -24,8 +23,8 @@ from env_core.errors import SQLEnvError, UnknownEpisodeError
 from env_core.holder import EpisodeHolder
 from env_core.manager import EpisodeManager
 from env_core.sandbox import finish_async
-from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec, check_names
-from sqlenv_mcp.agent_tools import AgentToolServer, Handler, take
+from env_core.tools import check_names, object_schema
+from sqlenv_mcp.agent_tools import AgentTool, AgentToolServer, Handler, declared, engine_tool, take
 from sqlenv_mcp.results import (
     EndOutput,
     StartOutput,
@@ -43,25 +42,19 @@ INSTRUCTIONS = (
     "step budget (end_episode gives an episode up).\n\n" + contract.INSTRUCTIONS
 )
 
-READ_ONLY = ToolAnnotations(readOnlyHint=True, idempotentHint=True, openWorldHint=False)
-ANSWERING = ToolAnnotations(
-    readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=False
-)
 STARTING = ToolAnnotations(readOnlyHint=False, idempotentHint=False, openWorldHint=False)
 ENDING = ToolAnnotations(
     readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False
 )
-# Declared an integer, not integer-or-null, so that a host which converts typed arguments (the
-# MCP Inspector's --tool-arg seed=3) sends a number; omitting it is how a host says "none".
-SEED = Annotated[
-    int | None,
-    Field(ge=0, description="Seed for the random choice."),
-    WithJsonSchema({"type": "integer", "minimum": 0}),
-]
-EPISODE_ID = Annotated[
-    str | None,
-    Field(description="Episode to act on; omit to use this connection's current episode."),
-]
+# Optional parameters are declared by their type alone, not type-or-null: a host that converts
+# typed arguments (the MCP Inspector's --tool-arg seed=3) then sends a number; omitting one is
+# how a host says "none".
+EPISODE_ID = {
+    "episode_id": {
+        "type": "string",
+        "description": "Episode to act on; omit to use this connection's current episode.",
+    }
+}
 
 
 NO_EPISODE = (
@@ -139,18 +132,6 @@ class Connections:
         return connection
 
 
-def sample_size(spec: ToolSpec) -> Any:
-    """The `n` parameter of sample. Its range is advertised in the schema but checked by the
-    engine, so an out-of-range n gets the same error, and costs the same step, through every
-    door."""
-    schema = spec.parameters["properties"]["n"]
-    return Field(
-        description=schema["description"],
-        json_schema_extra={"minimum": schema["minimum"], "maximum": schema["maximum"]},
-    )
-
-
-START_PARAMETERS = ("question_id", "db_id", "split", "seed", "keep_previous")
 START_DESCRIPTION = (
     "Start a new episode: returns the question, the database id, the table names and the step "
     "budget. Optionally pick the question by id, database or split, or seed the random choice. "
@@ -161,19 +142,32 @@ END_DESCRIPTION = (
     "End an episode early and free it (episodes also end when the connection closes). Omit "
     "episode_id to end this connection's current episode."
 )
+START_PARAMETERS = object_schema(
+    {
+        "question_id": {"type": "string", "description": "A question id such as dev:12."},
+        "db_id": {"type": "string", "description": "Draw from this database only."},
+        "split": {"type": "string", "description": "Draw from this split."},
+        "seed": {"type": "integer", "minimum": 0, "description": "Seed for the random choice."},
+        "keep_previous": {
+            "type": "boolean",
+            "default": False,
+            "description": "Keep this connection's earlier episodes open, to act on them by "
+            "episode_id.",
+        },
+    }
+)
 
 
 def register_episode_tools(
     server: AgentToolServer, connections: Connections, output_schemas: bool = True
 ) -> None:
-    """start_episode, the four tools in the contract's order under the manager's limits, and
+    """start_episode, the tools in the contract's order under the manager's limits, and
     end_episode, each called with the arguments as sent (see `sqlenv_mcp.agent_tools`)."""
     manager = connections.manager
-    declarations = tool_declarations({spec.name: spec for spec in manager.tools})
 
     async def start(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
         try:
-            check_names("start_episode", arguments, START_PARAMETERS)
+            check_names("start_episode", arguments, START_PARAMETERS["properties"])
             keep_previous = take(arguments, "keep_previous", bool) or False
             episode = connections.of(ctx).start(keep_previous, **arguments)
         except SQLEnvError as error:
@@ -195,7 +189,7 @@ def register_episode_tools(
     async def end(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
         held = connections.of(ctx)
         try:
-            check_names("end_episode", arguments, ("episode_id",))
+            check_names("end_episode", arguments, EPISODE_ID)
             resolved = held.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))
         except SQLEnvError as error:
             return error_result(error)
@@ -203,67 +197,16 @@ def register_episode_tools(
         text = f"Episode {resolved} {'ended' if closed else 'was not open'}."
         return tool_result(text, {"episode_id": resolved, "closed": closed})
 
-    def add(name: str, description: str, annotations: ToolAnnotations, handler: Handler) -> None:
-        server.add_agent_tool(
-            declarations[name],
-            handler,
-            name=name,
-            description=description,
-            annotations=annotations,
-            structured_output=output_schemas,
-        )
-
-    add("start_episode", START_DESCRIPTION, STARTING, start)
-    for spec in manager.tools:
-        annotations = ANSWERING if spec.name == "answer" else READ_ONLY
-        add(spec.name, spec.description, annotations, calls_of(spec.name))
-    add("end_episode", END_DESCRIPTION, ENDING, end)
-
-
-def tool_declarations(specs: dict[str, ToolSpec]) -> dict[str, Callable[..., Any]]:
-    """Signatures that declare each tool's parameters (types, descriptions, defaults) for the
-    schema hosts read; calls go to the tools' handlers, never to these."""
-
-    def start_episode(
-        question_id: Annotated[
-            str | None, Field(description="A question id such as dev:12.")
-        ] = None,
-        db_id: Annotated[str | None, Field(description="Draw from this database only.")] = None,
-        split: Annotated[str | None, Field(description="Draw from this split.")] = None,
-        seed: SEED = None,
-        keep_previous: Annotated[
-            bool,
-            Field(
-                description="Keep this connection's earlier episodes open, to act on them by "
-                "episode_id."
+    starting = declared("start_episode", START_DESCRIPTION, START_PARAMETERS, STARTING, StartOutput)
+    ending = declared("end_episode", END_DESCRIPTION, object_schema(EPISODE_ID), ENDING, EndOutput)
+    server.serve_tools(
+        [
+            AgentTool(starting, start),
+            *(
+                engine_tool(spec, EPISODE_ID, StepOutput, calls_of(spec.name))
+                for spec in manager.tools
             ),
-        ] = False,
-    ) -> Annotated[CallToolResult, StartOutput]: ...
-
-    def describe(
-        table: Annotated[str, Field(description=specs["describe"].arg_descriptions["table"])],
-        episode_id: EPISODE_ID = None,
-    ) -> Annotated[CallToolResult, StepOutput]: ...
-
-    def sample(
-        table: Annotated[str, Field(description=specs["sample"].arg_descriptions["table"])],
-        n: Annotated[int, sample_size(specs["sample"])] = DEFAULT_SAMPLE_ROWS,
-        episode_id: EPISODE_ID = None,
-    ) -> Annotated[CallToolResult, StepOutput]: ...
-
-    def query(
-        sql: Annotated[str, Field(description=specs["query"].arg_descriptions["sql"])],
-        episode_id: EPISODE_ID = None,
-    ) -> Annotated[CallToolResult, StepOutput]: ...
-
-    def answer(
-        value: Annotated[str, Field(description=specs["answer"].arg_descriptions["value"])],
-        episode_id: EPISODE_ID = None,
-    ) -> Annotated[CallToolResult, StepOutput]: ...
-
-    def end_episode(episode_id: EPISODE_ID = None) -> Annotated[CallToolResult, EndOutput]: ...
-
-    return {
-        declaration.__name__: declaration
-        for declaration in (start_episode, describe, sample, query, answer, end_episode)
-    }
+            AgentTool(ending, end),
+        ],
+        output_schemas,
+    )

@@ -9,13 +9,11 @@ import itertools
 import logging
 import os
 import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
-from pydantic import Field
 
 from env_core import render
 from env_core.errors import (
@@ -30,9 +28,23 @@ from env_core.executor import ReadOnlyExecutor
 from env_core.executor_limits import ExecutorLimits
 from env_core.render import TableSchema
 from env_core.sandbox import Sandbox, finish_async
-from env_core.tools import DEFAULT_SAMPLE_ROWS, ToolSpec, check_arguments, check_names, tools_for
-from sqlenv_mcp.agent_tools import AgentToolServer, Handler, take
-from sqlenv_mcp.episodes import READ_ONLY, sample_size
+from env_core.tools import (
+    Target,
+    ToolSpec,
+    check_arguments,
+    check_names,
+    exploring,
+    object_schema,
+)
+from sqlenv_mcp.agent_tools import (
+    READ_ONLY,
+    AgentTool,
+    AgentToolServer,
+    Handler,
+    declared,
+    engine_tool,
+    take,
+)
 from sqlenv_mcp.results import ExploreOutput, explore_result
 from sqlenv_mcp.served_files import SQLITE_SUFFIXES, Identity, ServedFile, files_inside
 
@@ -165,9 +177,14 @@ def _close(held: tuple[Identity, ReadOnlyExecutor] | None) -> None:
         held[1].close()
 
 
-DATABASE = Annotated[
-    str | None, Field(description="Database to use; may be omitted when only one is served.")
-]
+DATABASE = {
+    "database": {
+        "type": "string",
+        "description": "Database to use; may be omitted when only one is served.",
+    }
+}
+# A table of any file served, not of an episode's database.
+TABLE = {"type": "string", "description": "Name of a table."}
 
 
 def listing_text(schemas: dict[str, dict[str, TableSchema]]) -> str:
@@ -225,81 +242,64 @@ def _size(schema: TableSchema) -> str:
 def register_explorer_tools(
     server: AgentToolServer, databases: UserDatabases, output_schemas: bool = True
 ) -> None:
-    """list_tables, describe, sample and query on the user's databases, each called with the
+    """list_tables and the tools that explore, on the user's databases, each called with the
     arguments as sent (see `sqlenv_mcp.agent_tools`)."""
-    specs = {spec.name: spec for spec in tools_for(databases.limits)}
+    limits = databases.limits
 
-    async def explore(tool: str, arguments: dict[str, Any]) -> tuple[str, str, dict]:
-        database = take(arguments, "database", str)
-        if tool == "list_tables":
-            check_names(tool, arguments, ())
+    async def list_tables(_ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
+        asked = arguments.get("database")
+        try:
+            database = take(arguments, "database", str)
+            check_names("list_tables", arguments, ())
             schemas = databases.schemas(database)
-            text = render.visible(listing_text(schemas))
-            return database or "", text, {"databases": row_counts(schemas)}
-        check_arguments(specs[tool], arguments)
+        except (ToolError, ServerBusyError, DataError) as error:
+            return _failed(asked, error)
+        text = render.visible(listing_text(schemas))
+        return explore_result(database or "", text, {"databases": row_counts(schemas)}, ok=True)
+
+    async def explore(spec: ToolSpec, arguments: dict[str, Any]) -> tuple[str, str, dict]:
+        database = take(arguments, "database", str)
+        check_arguments(spec, arguments)
         name, executor = databases.executor(database)
         try:
-            return name, *await use(executor, tool, arguments)
+            explored = await finish_async(spec.handler(Target(executor), arguments))
         except DataError:
             raise databases.unreadable(name) from None
+        return name, explored.text, explored.data
 
-    async def use(executor: ReadOnlyExecutor, tool: str, arguments: dict[str, Any]) -> tuple:
-        if tool == "describe":
-            schema = executor.describe(arguments["table"])
-            return schema.text, render.schema_data(schema)
-        if tool == "sample":
-            n = arguments.get("n", DEFAULT_SAMPLE_ROWS)
-            schema = executor.describe(arguments["table"])
-            result = await finish_async(executor.sample_work(schema, n))
-        else:
-            result = await finish_async(executor.query_work(arguments["sql"]))
-        return result.text, render.rows_data(result)
-
-    def calls_of(tool: str) -> Handler:
+    def calls_of(spec: ToolSpec) -> Handler:
         async def call(_ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
             asked = arguments.get("database")
             try:
-                name, text, data = await explore(tool, arguments)
+                name, text, data = await explore(spec, arguments)
             except (ToolError, ServerBusyError, DataError) as error:
-                name = asked if isinstance(asked, str) else ""
-                return explore_result(name, render.error_text(error), error_data(error), ok=False)
+                return _failed(asked, error)
             return explore_result(name, text, data, ok=True)
 
         return call
 
-    descriptions = {"list_tables": LIST_TABLES}
-    descriptions.update((name, specs[name].description) for name in ("describe", "sample", "query"))
-    for tool, declaration in explorer_declarations(specs).items():
-        server.add_agent_tool(
-            declaration,
-            calls_of(tool),
-            name=tool,
-            description=descriptions[tool],
-            annotations=READ_ONLY,
-            structured_output=output_schemas,
-        )
+    listing = declared(
+        "list_tables", LIST_TABLES, object_schema(DATABASE), READ_ONLY, ExploreOutput
+    )
+    tools = exploring(limits.max_rows, limits.max_sample_rows)
+    server.serve_tools(
+        [
+            AgentTool(listing, list_tables),
+            *(
+                engine_tool(spec, own_parameters(spec), ExploreOutput, calls_of(spec))
+                for spec in tools
+            ),
+        ],
+        output_schemas,
+    )
 
 
-def explorer_declarations(specs: dict[str, ToolSpec]) -> dict[str, Callable[..., Any]]:
-    """Signatures that declare each tool's parameters for the schema hosts read; calls go to
-    the tools' handlers, never to these."""
+def own_parameters(spec: ToolSpec) -> dict[str, dict[str, Any]]:
+    """The explorer's parameters of a tool: its table (if it takes one) named as any file's,
+    and the database."""
+    return ({"table": TABLE} if "table" in spec.parameters["properties"] else {}) | DATABASE
 
-    def list_tables(database: DATABASE = None) -> Annotated[CallToolResult, ExploreOutput]: ...
 
-    def describe(
-        table: Annotated[str, Field(description="Name of a table.")], database: DATABASE = None
-    ) -> Annotated[CallToolResult, ExploreOutput]: ...
-
-    def sample(
-        table: Annotated[str, Field(description="Name of a table.")],
-        n: Annotated[int, sample_size(specs["sample"])] = DEFAULT_SAMPLE_ROWS,
-        database: DATABASE = None,
-    ) -> Annotated[CallToolResult, ExploreOutput]: ...
-
-    def query(
-        sql: Annotated[str, Field(description=specs["query"].arg_descriptions["sql"])],
-        database: DATABASE = None,
-    ) -> Annotated[CallToolResult, ExploreOutput]: ...
-
-    declared = (list_tables, describe, sample, query)
-    return {declaration.__name__: declaration for declaration in declared}
+def _failed(asked: Any, error: ToolError | ServerBusyError | DataError) -> CallToolResult:
+    name = asked if isinstance(asked, str) else ""
+    return explore_result(name, render.error_text(error), error_data(error), ok=False)

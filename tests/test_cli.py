@@ -48,8 +48,10 @@ def test_interactive_play_reads_calls_from_stdin(cache_dir):
         check=True,
     )
     assert "table farms:" in result.stdout
-    assert "type one of: describe TABLE" in result.stdout
-    assert "sample takes a table and, if you like, a number of rows" in result.stdout
+    assert "type one of: describe TABLE | sample TABLE [N] | query SQL | answer VALUE" in (
+        result.stdout
+    )
+    assert "type sample TABLE [N] (a quoted name may hold spaces)" in result.stdout
     assert "> sample(table='farms', n=1)" in result.stdout
     assert "The episode is over." in result.stdout
 

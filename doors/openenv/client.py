@@ -20,6 +20,7 @@ or answers with an error frame) raises `ServerError`, one sentence naming the se
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Literal, NoReturn
 
 from openenv.core import EnvClient
@@ -30,6 +31,7 @@ from pydantic import BaseModel, Field
 from websockets.exceptions import ConnectionClosed
 
 from doors.openenv.models import SQLState, observation_text, tool_arguments
+from env_core.tools import TOOLS, ToolSpec, python_parameters
 from serving.server_reads import ServerError
 
 # Our server's largest message is an observation within the result budget: tens of kilobytes.
@@ -70,18 +72,6 @@ Action = CallToolAction | ListToolsAction | SQLAction
 class SQLEnvClient(EnvClient[Action, SQLObservation, SQLState]):
     def __init__(self, *args: Any, max_message_size_mb: float = MAX_FRAME_MB, **kwargs: Any):
         super().__init__(*args, max_message_size_mb=max_message_size_mb, **kwargs)
-
-    async def describe(self, table: str) -> StepResult[SQLObservation]:
-        return await self.call("describe", table=table)
-
-    async def sample(self, table: str, n: int = 5) -> StepResult[SQLObservation]:
-        return await self.call("sample", table=table, n=n)
-
-    async def query(self, sql: str) -> StepResult[SQLObservation]:
-        return await self.call("query", sql=sql)
-
-    async def answer(self, value: str) -> StepResult[SQLObservation]:
-        return await self.call("answer", value=value)
 
     async def call(self, tool: str, **arguments: Any) -> StepResult[SQLObservation]:
         return await self._step_async(CallToolAction(tool_name=tool, arguments=arguments))
@@ -162,3 +152,24 @@ class SQLEnvClient(EnvClient[Action, SQLObservation, SQLState]):
             return SQLState.model_validate(payload)
         except ValueError as error:  # pydantic's ValidationError
             self._failed(f"answered with no state ({str(error)[:100]})")
+
+
+def _tool_method(spec: ToolSpec) -> Any:
+    """The client's method for one tool (`env.sample("books", 3)`): its parameters are the
+    tool's, each default sent as given."""
+    receiver = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+    signature = inspect.Signature([receiver, *python_parameters(spec)])
+
+    async def method(self: SQLEnvClient, *values: Any, **arguments: Any) -> StepResult:
+        bound = signature.bind(self, *values, **arguments)
+        bound.apply_defaults()
+        return await self.call(spec.name, **dict(list(bound.arguments.items())[1:]))
+
+    method.__name__ = method.__qualname__ = spec.name
+    method.__doc__ = spec.description
+    method.__signature__ = signature
+    return method
+
+
+for _spec in TOOLS:
+    setattr(SQLEnvClient, _spec.name, _tool_method(_spec))

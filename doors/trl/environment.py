@@ -18,7 +18,7 @@ from env_core.episode import Episode
 from env_core.factory import open_manager
 from env_core.holder import EpisodeHolder
 from env_core.manager import SELECTORS, EpisodeManager
-from env_core.tools import TOOLS, ToolSpec, tool_specs
+from env_core.tools import TOOLS, ToolSpec, python_parameters, tool_specs
 
 
 def _docstring(spec: ToolSpec) -> str:
@@ -83,9 +83,6 @@ class SQLEnvTRL:
         return self._held.call(tool, arguments).text
 
 
-PYTHON_TYPES = {"string": str, "integer": int}
-
-
 def _tool(spec: ToolSpec) -> Callable[..., str]:
     """The method for one tool. Its signature and docstring declare the tool's parameters,
     which TRL renders as the tool's schema; a call takes whatever arguments the model wrote,
@@ -93,16 +90,7 @@ def _tool(spec: ToolSpec) -> Callable[..., str]:
     the step spent (as a Python TypeError, TRL would show its own text and charge nothing).
     Positional arguments fill the parameters in order, for callers in Python."""
     properties = spec.parameters["properties"]
-    required = spec.parameters["required"]
-    declared = [
-        inspect.Parameter(
-            name,
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            default=inspect.Parameter.empty if name in required else schema["default"],
-            annotation=PYTHON_TYPES[schema["type"]],
-        )
-        for name, schema in properties.items()
-    ]
+    declared = python_parameters(spec)
 
     def tool(self: SQLEnvTRL, /, *values: Any, **arguments: Any) -> str:
         if len(values) > len(properties):

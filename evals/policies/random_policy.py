@@ -15,6 +15,7 @@ from typing import Any
 
 from env_core.episode import ToolResult
 from env_core.read_only import quote_identifier
+from env_core.tools import EXPLORING
 from evals.policy import EpisodeContext, Play, ToolCall
 
 
@@ -56,13 +57,28 @@ class RandomPolicy:
 
 
 def random_exploration(rng: random.Random, seen: Sightings) -> ToolCall:
+    """A tool that explores, drawn from the tool table, with arguments for the table drawn."""
     table = rng.choice(seen.tables)
-    kind = rng.choice(("describe", "sample", "query"))
-    if kind == "describe":
-        return ToolCall("describe", {"table": table})
-    if kind == "sample":
-        return ToolCall("sample", {"table": table, "n": rng.randint(1, 5)})
-    return ToolCall("query", {"sql": random_select(rng, table, seen.columns.get(table, []))})
+    spec = rng.choice(EXPLORING)
+    properties = spec.parameters["properties"].items()
+    arguments = {
+        name: random_argument(rng, name, schema, table, seen) for name, schema in properties
+    }
+    return ToolCall(spec.name, arguments)
+
+
+def random_argument(
+    rng: random.Random, name: str, schema: dict[str, Any], table: str, seen: Sightings
+) -> Any:
+    """A value for a tool's parameter: the table, a SELECT on it, or a whole number from the
+    least allowed to the default."""
+    if name == "table":
+        return table
+    if name == "sql":
+        return random_select(rng, table, seen.columns.get(table, []))
+    if schema["type"] == "integer":
+        return rng.randint(schema["minimum"], schema["default"])
+    raise ValueError(f"the random policy has no value for a parameter named {name!r}")
 
 
 def random_select(rng: random.Random, table: str, columns: Sequence[str]) -> str:

@@ -270,3 +270,8 @@ def reward_profiles() -> str:
         shown = [f"{value:g}" if isinstance(value, float) else str(value) for value in values]
         rows.append(f"| `{field.name}` | " + " | ".join(shown) + " |")
     return "\n".join(rows) + "\n"
+
+
+def tools_table() -> str:
+    """The tools table the pages show, as `scripts/docs/tools_table.py` prints it."""
+    return run("python scripts/docs/tools_table.py")

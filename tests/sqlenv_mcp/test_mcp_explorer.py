@@ -8,7 +8,8 @@ from mcp.shared.memory import create_connected_server_and_client_session as conn
 
 from env_core.errors import DataError
 from env_core.executor_limits import ExecutorLimits
-from sqlenv_mcp.explorer import UserDatabases
+from env_core.tools import exploring
+from sqlenv_mcp.explorer import DATABASE, TABLE, UserDatabases
 from sqlenv_mcp.server import build_explorer_server
 
 pytestmark = pytest.mark.anyio
@@ -61,6 +62,33 @@ async def test_describe_sample_query_on_a_user_file(user_db):
         listing = await client.read_resource("sqlenv://databases")
         assert listing.contents[0].text == "garden: bed (2 rows), plant (3 rows)"
     assert digest(user_db) == before
+
+
+async def test_the_tools_are_the_engines_that_explore_with_their_schemas(user_db):
+    """list_tables, then every tool of the engine's table but the answer, in the table's
+    order, each declared by the engine's schema with the explorer's own parameters."""
+    limits = ExecutorLimits(max_rows=7, max_sample_rows=9)
+    server = build_explorer_server(UserDatabases.from_path(user_db, limits))
+    async with connect(server) as client:
+        listed = (await client.list_tools()).tools
+    specs = exploring(7, 9)
+    assert [tool.name for tool in listed] == ["list_tables", *(spec.name for spec in specs)]
+    for tool, spec in zip(listed[1:], specs, strict=True):
+        assert tool.description == spec.description
+        properties = spec.parameters["properties"]
+        own = {"table": TABLE} if "table" in properties else {}
+        assert tool.inputSchema == {
+            **spec.parameters,
+            "properties": {**properties, **own, **DATABASE},
+        }
+        assert tool.annotations.readOnlyHint is True
+    assert listed[0].inputSchema == {
+        "type": "object",
+        "properties": DATABASE,
+        "additionalProperties": False,
+    }
+    assert "at most 7 rows" in listed[3].description
+    assert listed[2].inputSchema["properties"]["n"]["maximum"] == 9
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,12 @@ from env_core import contract
 from env_core.answers import gold_as_json
 from env_core.tools import TOOLS
 from sqlenv_mcp.agent_tools import AgentToolServer
-from sqlenv_mcp.episodes import MAX_EPISODES_PER_CONNECTION, Connections, register_episode_tools
+from sqlenv_mcp.episodes import (
+    EPISODE_ID,
+    MAX_EPISODES_PER_CONNECTION,
+    Connections,
+    register_episode_tools,
+)
 from sqlenv_mcp.server import build_episode_server
 
 pytestmark = pytest.mark.anyio
@@ -27,15 +32,14 @@ async def test_tools_match_the_engine_definitions(manager):
         listed = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert set(listed) == {"start_episode", "describe", "sample", "query", "answer", "end_episode"}
     assert not {"reset", "step", "state", "close"} & set(listed)
+    episode_id = {"type": "string", "description": EPISODE_ID["episode_id"]["description"]}
     for spec in TOOLS:
         tool = listed[spec.name]
         assert tool.description == spec.description
-        properties = tool.inputSchema["properties"]
-        assert set(properties) == set(spec.parameters["properties"]) | {"episode_id"}
-        assert tool.inputSchema["required"] == spec.parameters["required"]
-        for name, schema in spec.parameters["properties"].items():
-            assert properties[name]["description"] == schema["description"]
-            assert properties[name]["type"] == schema["type"]
+        # The engine's schema as it is (the one OpenEnv and TRL list), with the door's own
+        # optional parameter beside the tool's: no schema rebuilt from a signature.
+        properties = {**spec.parameters["properties"], "episode_id": episode_id}
+        assert tool.inputSchema == {**spec.parameters, "properties": properties}
         assert tool.annotations.readOnlyHint is spec.read_only
         assert tool.outputSchema["properties"].keys() >= {"ok", "reward", "done", "data"}
     assert listed["sample"].inputSchema["properties"]["n"]["maximum"] == 20
@@ -266,3 +270,20 @@ async def test_a_start_that_cannot_open_its_database_ends_nothing(spider_dir, tm
             assert counted.structuredContent["data"]["rows"] == [[6]], text(counted)
     finally:
         manager.shutdown()
+
+
+async def test_a_tool_added_the_fastmcp_way_is_listed_after_the_engines_and_called(manager):
+    """The benchmarks' floor (benchmarks/mcp_floor_server.py) adds its no-op with @server.tool
+    beside the tools the server declares itself."""
+    server = build_episode_server(manager)
+
+    @server.tool(description="Do nothing.")
+    async def noop() -> str:
+        return "nothing done"
+
+    async with connect(server) as client:
+        names = [tool.name for tool in (await client.list_tools()).tools]
+        assert names[-2:] == ["end_episode", "noop"]
+        assert text(await client.call_tool("noop", {})) == "nothing done"
+        unknown = await client.call_tool("nope", {})
+        assert unknown.isError and text(unknown) == "Unknown tool: nope"
