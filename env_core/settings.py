@@ -25,6 +25,8 @@ from env_core.errors import shown
 from env_core.rewards import PROFILES
 
 GROUPS = ("data", "episodes", "sql", "server")
+# The step budgets an episode may have, least and most: the flag's and an assessment request's.
+STEP_BUDGET_RANGE = (1, 1000)
 # The green agent's own settings, which only `sqlenv green` takes.
 ASSESSMENT_GROUP = "assessment"
 
@@ -227,7 +229,14 @@ OPTIONS: tuple[Option, ...] = (
         "data",
         "show a question's evidence (BIRD's hint) with it; --no-evidence for ablations",
     ),
-    Option("max_steps", "--max-steps", whole(1, 1000), "episodes", "step budget per episode", "N"),
+    Option(
+        "max_steps",
+        "--max-steps",
+        whole(*STEP_BUDGET_RANGE),
+        "episodes",
+        "step budget per episode",
+        "N",
+    ),
     Option(
         "reward_profile",
         "--reward-profile",

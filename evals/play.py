@@ -64,7 +64,8 @@ def play_episode(door: Door, policy: Policy, task: EpisodeTask, seed: int) -> Ep
     """Play one planned episode of `policy` through `door` and record it."""
     question = door.catalog.question(task.question_id)
     start = door.start(task.question_id)
-    context = EpisodeContext(start, question, task.rng(seed))
+    max_rows = door.worker_spec().settings.max_rows
+    context = EpisodeContext(start, question, task.rng(seed), max_rows=max_rows)
     try:
         # Calls the episode does not take spend no step; the cap keeps a policy that repeats
         # them from looping forever.

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
 
 from env_core.errors import listed, shown
+from env_core.settings import STEP_BUDGET_RANGE
 
 PARTICIPANT = "agent"
 SPLIT_NAME = r"^[A-Za-z0-9_.-]+$"  # a question file's name, as the data directory lists them
@@ -28,7 +29,7 @@ class AssessmentConfig(BaseModel):
     episodes: int | Literal["all"] = "all"
     seed: int = 0
     split: Annotated[str, Field(min_length=1, max_length=100, pattern=SPLIT_NAME)] | None = None
-    max_steps: Annotated[int, Field(ge=1, le=1000)] | None = None
+    max_steps: Annotated[int, Field(ge=STEP_BUDGET_RANGE[0], le=STEP_BUDGET_RANGE[1])] | None = None
     episode_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 300.0
 
     # Numbers are JSON numbers: "1" is no more a count of episodes than "7" a seed.

@@ -12,4 +12,4 @@ class OraclePolicy:
     def play(self, context: EpisodeContext) -> Play:
         if context.question is None:
             raise ValueError("the oracle plays only questions whose gold it can look up")
-        return (yield from oracle_calls(context.question, context.start.budget))
+        return (yield from oracle_calls(context.question, context.start.budget, context.max_rows))

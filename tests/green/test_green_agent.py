@@ -276,6 +276,10 @@ async def test_a_hostile_participant_is_refused_and_scores_nothing(green, hostil
             "agent's limit for an assessment: ask for fewer episodes or a shorter "
             "episode_timeout_s",
         ),
+        (  # the budgets --max-steps takes (STEP_BUDGET_RANGE)
+            '{"participants": {"agent": "http://127.0.0.1:9/"}, "config": {"max_steps": 1001}}',
+            "config.max_steps: Input should be less than or equal to 1000",
+        ),
         (
             '{"participants": {"agent": "http://127.0.0.1:9/"}, "config": {"seed": "7"}}',
             "config.seed: '7' is not a seed: give a whole number",
