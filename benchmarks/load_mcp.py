@@ -233,7 +233,7 @@ def server_command(args: argparse.Namespace, kind: str, sessions: int) -> list[s
 
 
 async def run_level(args: argparse.Namespace, kind: str, sessions: int) -> Level:
-    server = LocalServer(server_command(args, kind, sessions), "/healthz")
+    server = LocalServer(server_command(args, kind, sessions), "/health")
     try:
         process = psutil.Process(server.process.pid)
         idle_rss = process.memory_info().rss

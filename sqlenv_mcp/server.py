@@ -19,6 +19,7 @@ from env_core.manager import EpisodeManager
 from env_core.settings import Settings
 from env_core.tools import ToolSpec
 from serving.garbage_collection import tune_for_serving
+from serving.health import HEALTH_PATH, health_status
 from sqlenv_mcp import assessment as assessments
 from sqlenv_mcp import episodes, explorer
 from sqlenv_mcp.agent_tools import AgentToolServer
@@ -55,7 +56,7 @@ STATUS_ONLY = "sqlenv.status_only"
 # What a browser (or curl) pointed at the server's address is told.
 FRONT_TEXT = (
     "sqlenv: an SQL-exploration environment served over MCP. Point an MCP client at /mcp "
-    "(streamable HTTP); GET /healthz reports the server's health.\n"
+    "(streamable HTTP); GET /health reports the server's health.\n"
 )
 
 
@@ -104,16 +105,17 @@ def _new_server(
         refused = await host_check.validate_request(request)
         return refused or PlainTextResponse(FRONT_TEXT)
 
-    @server.custom_route("/healthz", methods=["GET"])
-    async def healthz(request: Request) -> JSONResponse:
+    @server.custom_route(HEALTH_PATH, methods=["GET"])
+    async def health_check(request: Request) -> JSONResponse:
         refused = await host_check.validate_request(request)
         if refused:
             return refused
         reason = unavailable()
-        body = {"status": "ok" if reason is None else "unavailable"}
+        status, code = health_status(reason)
+        body = {"status": status}
         if not request.scope.get(STATUS_ONLY):
             body |= health() if reason is None else {**health(), "detail": reason}
-        return JSONResponse(body, status_code=200 if reason is None else 503)
+        return JSONResponse(body, status_code=code)
 
     return server
 
@@ -213,7 +215,7 @@ def build_explorer_server(
 
 
 class BearerAuth:
-    """Require `Authorization: Bearer <token>` on every path but the `public` ones. /healthz
+    """Require `Authorization: Bearer <token>` on every path but the `public` ones. /health
     without it answers the status alone (for load balancers and container health checks),
     nothing more."""
 
@@ -226,7 +228,7 @@ class BearerAuth:
         if scope["type"] == "http" and scope["path"] not in self.public:
             given = dict(scope["headers"]).get(b"authorization", b"")
             if not hmac.compare_digest(given, self.expected):
-                if scope["path"] == "/healthz":
+                if scope["path"] == HEALTH_PATH:
                     await self.app({**scope, STATUS_ONLY: True}, receive, send)
                     return
                 response = PlainTextResponse(

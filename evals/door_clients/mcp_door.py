@@ -140,11 +140,11 @@ class MCPDoor:
             return (lambda: stdio_client(params, errlog=sys.stderr)), "over stdio"
         url = self.spec.url
         if url is not None:
-            check_reachable(url, "MCP server", "/healthz")
+            check_reachable(url, "MCP server", "/health")
         else:
             command = [sys.executable, "-m", "sqlenv_mcp", "--transport", "http"]
             command += [*SERVER_FLAGS, *self.spec.server_arguments()]
-            self._server = LocalServer(command, "/healthz")
+            self._server = LocalServer(command, "/health")
             url = self._server.url
         return (lambda: streamable_http_client(f"{url}/mcp")), url
 

@@ -25,7 +25,7 @@ from websockets.sync.client import connect as connect_websocket
 from serving.local_server import LocalServer
 
 SOCKETS = 4
-MCP = (["sqlenv_mcp", "--transport", "http"], "/healthz")
+MCP = (["sqlenv_mcp", "--transport", "http"], "/health")
 OPENENV = (["doors.commands"], "/health")
 A2A = (["env_core.cli", "purple", "--policy", "random"], "/.well-known/agent-card.json")
 
@@ -169,5 +169,5 @@ def test_a_trusted_proxys_connections_are_not_capped(cache_dir):
     trusting = ("--trusted-proxies", "127.0.0.3")
     with serving(MCP, "--max-sockets-per-client", "2", *trusting) as server:
         through_proxy = [connected(server.url, "127.0.0.3") for _ in range(5)]
-        answers = [answer(connection, "/healthz") for connection in through_proxy]
+        answers = [answer(connection, "/health") for connection in through_proxy]
     assert all(answer.startswith(b"HTTP/1.1 200 ") for answer in answers)

@@ -62,7 +62,7 @@ def containers(image, spider_dir, spider_before) -> Iterator[dict[str, Container
         started.append(Container.run(image, *data, command=(*mcp_command, "--split", SPLIT)))
         openenv, mcp = started
         openenv.wait_until_healthy("/health")
-        mcp.wait_until_healthy("/healthz")
+        mcp.wait_until_healthy("/health")
         yield {"openenv": openenv, "mcp": mcp}
     finally:
         for container in started:

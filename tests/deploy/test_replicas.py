@@ -156,7 +156,7 @@ def test_a_slow_header_client_is_cut_off_and_others_are_served(replicas):
         slow = [pool.submit(trickle_headers, port) for port in ports]
         time.sleep(1)
         assert httpx.get(f"{replicas.openenv_url}/health", timeout=5).status_code == 200
-        assert httpx.get(f"{replicas.mcp_url}/healthz", timeout=5).status_code == 200
+        assert httpx.get(f"{replicas.mcp_url}/health", timeout=5).status_code == 200
         for outcome in slow:
             seconds, answer = outcome.result()
             assert answer.startswith(b"HTTP/1.1 408"), answer

@@ -59,7 +59,7 @@ def test_every_door_gives_the_in_process_records(kind, spec_for, in_process):
 
 
 SERVERS = {
-    "mcp-http": (["sqlenv_mcp", "--transport", "http"], "/healthz"),
+    "mcp-http": (["sqlenv_mcp", "--transport", "http"], "/health"),
     "openenv": (["doors.commands"], "/health"),
 }
 
