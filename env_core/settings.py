@@ -6,7 +6,8 @@ A value comes from the command line, else from the environment variable, else th
     --max-steps 20    SQLENV_MAX_STEPS=20    (default 15)
 
 The variable of a setting is its flag in capitals, `SQLENV_` in front: `--idle-ttl` is
-`SQLENV_IDLE_TTL`. Training configs name settings by their field (`max_steps = 20`).
+`SQLENV_IDLE_TTL`. Training configs name settings by their field (`max_rows = 30`), the step
+budget excepted (`training.config.ENV_NAMES`).
 """
 
 from __future__ import annotations
@@ -158,16 +159,21 @@ class Settings:
         return cls(**changes)
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any], where: str) -> Settings:
-        """Settings named by field, as a training config's [env] table gives them."""
-        known = {option.field for option in OPTIONS}
-        unknown = sorted(set(values) - known)
+    def from_mapping(
+        cls, values: Mapping[str, Any], where: str, names: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Settings named by field, as a training config's [env] table gives them, or by the
+        caller's own `names` (name: field) for the fields those rename."""
+        names = names or {}
+        renamed = set(names.values())
+        known = {field: field for field in OPTIONS_BY_FIELD if field not in renamed} | dict(names)
+        unknown = sorted(set(values) - set(known))
         if unknown:
             raise ValueError(
                 f"{where}: unknown settings {', '.join(unknown)}; settings are: "
                 f"{', '.join(sorted(known))}"
             )
-        return cls.from_environment().replace(**values)
+        return cls.from_environment().replace(**{known[name]: v for name, v in values.items()})
 
     @classmethod
     def from_arguments(cls, args: argparse.Namespace) -> Settings:
