@@ -162,9 +162,9 @@ def manager(spider_catalog):
     config = SessionConfig(
         split="dev_without_wta_1", max_steps=5, sql_workers=1, limits=SHORT_LIMITS
     )
-    sessions = EpisodeManager(spider_catalog, config)
-    yield sessions
-    sessions.shutdown()
+    manager = EpisodeManager(spider_catalog, config)
+    yield manager
+    manager.shutdown()
 
 
 def concert_episode(manager: EpisodeManager):

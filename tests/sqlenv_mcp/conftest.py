@@ -13,9 +13,9 @@ def anyio_backend():
 def manager(spider_catalog):
     from env_core.manager import EpisodeManager, SessionConfig
 
-    sessions = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_episodes=32))
-    yield sessions
-    sessions.shutdown()
+    manager = EpisodeManager(spider_catalog, SessionConfig(split=DEV, max_episodes=32))
+    yield manager
+    manager.shutdown()
 
 
 @pytest.fixture
