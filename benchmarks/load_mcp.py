@@ -227,7 +227,7 @@ def server_command(args: argparse.Namespace, kind: str, sessions: int) -> list[s
         # One client (this one) runs every session.
         *("--max-episodes", str(sessions + 16)),
         *("--max-episodes-per-client", str(sessions + 16)),
-        *("--max-connections-per-client", str(sessions + 16)),
+        *("--max-sessions-per-client", str(sessions + 16)),
         *("--max-sockets-per-client", str(2 * sessions + 16)),
     ]
 

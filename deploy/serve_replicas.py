@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--server-args",
         default="",
-        help="more flags for every server, e.g. '--max-connections-per-client 256'",
+        help="more flags for every server, e.g. '--max-sessions-per-client 256'",
     )
     add_arguments(parser, groups=("data", "episodes", "sql"))
     return parser

@@ -100,7 +100,19 @@ class Option:
 
     @property
     def variable(self) -> str:
-        return "SQLENV_" + self.flag.removeprefix("--").replace("-", "_").upper()
+        return variable_of(self.flag)
+
+
+def variable_of(flag: str) -> str:
+    return "SQLENV_" + flag.removeprefix("--").replace("-", "_").upper()
+
+
+# Flags renamed to say what they count in the project's words (docs/design.md, "Words"): an
+# old flag or variable is refused with its new name, never ignored.
+RENAMED_FLAGS = {
+    "--max-connections-per-client": "--max-sessions-per-client",
+    "--idle-connection-timeout": "--idle-session-timeout",
+}
 
 
 @dataclass(frozen=True)
@@ -126,10 +138,10 @@ class Settings:
     # server
     host: str = "127.0.0.1"
     port: int = 8000
-    max_connections_per_client: int = 64
+    max_sessions_per_client: int = 64
     max_sockets_per_client: int = 256
     trusted_proxies: str | None = None
-    idle_connection_timeout_s: float = 120.0
+    idle_session_timeout_s: float = 120.0
     log_level: str = "warning"
     # assessment
     assessment_token: str | None = None
@@ -152,6 +164,9 @@ class Settings:
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> Settings:
         """The defaults, with every `SQLENV_*` variable that is set applied."""
+        for old, new in RENAMED_FLAGS.items():
+            if variable_of(old) in environ:
+                raise ValueError(f"{variable_of(old)} is now {variable_of(new)}: rename it")
         changes = {}
         for option in OPTIONS:
             if option.variable in environ:
@@ -304,11 +319,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("host", "--host", _text, "server", "address to bind", "ADDRESS"),
     Option("port", "--port", whole(1, 65535), "server", "port to listen on", "PORT"),
     Option(
-        "max_connections_per_client",
-        "--max-connections-per-client",
+        "max_sessions_per_client",
+        "--max-sessions-per-client",
         whole(1),
         "server",
-        "connections (MCP sessions, WebSockets) one client may hold open",
+        "sessions (MCP sessions, OpenEnv WebSockets) one client may hold open",
         "N",
     ),
     Option(
@@ -331,11 +346,11 @@ OPTIONS: tuple[Option, ...] = (
         shown_default="none",
     ),
     Option(
-        "idle_connection_timeout_s",
-        "--idle-connection-timeout",
+        "idle_session_timeout_s",
+        "--idle-session-timeout",
         _seconds,
         "server",
-        "seconds before an idle connection holding no episode is closed",
+        "seconds before an idle session holding no episode is closed",
         "SECONDS",
     ),
     Option(
@@ -420,6 +435,14 @@ def add_arguments(
                 choices=option.choices,
                 help=help_text,
             )
+            for old in [old for old, new in RENAMED_FLAGS.items() if new == option.flag]:
+                hidden = {"default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+                group.add_argument(old, action=_Renamed, nargs="?", **hidden)
+
+
+class _Renamed(argparse.Action):
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        parser.error(f"{option_string} is now {RENAMED_FLAGS[option_string]}")
 
 
 def _parser_default(option: Option, own: Mapping[str, Any]) -> Any:

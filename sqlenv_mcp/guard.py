@@ -130,12 +130,12 @@ class ConnectionGuard:
                 self._connections.pop(session_id, None)
 
     async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A request without a session id: the one that opens a connection."""
+        """A request without a session id: the one that opens a session."""
         client = asgi.client_of(scope)
         await self.sweep()
         if self.open_connections(client) >= self.per_client and not await self._replace(client):
             message = (
-                f"this client has {self.per_client} MCP connections open, as many as one "
+                f"this client has {self.per_client} MCP sessions open, as many as one "
                 "client may; end one (HTTP DELETE, which MCP clients send when they close) or "
                 "let an idle one expire"
             )

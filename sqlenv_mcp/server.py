@@ -88,9 +88,9 @@ def _new_server(
         streamable_http_path="/mcp",
         # A call is answered with one JSON body rather than a server-sent event stream: no tool
         # streams progress, and the stream costs a third of the server's time per call
-        # (docs/profiles.md). Connections stay stateful (Mcp-Session-Id), each with its episodes.
+        # (docs/profiles.md). Sessions stay stateful (Mcp-Session-Id), each with its episodes.
         json_response=True,
-        # A connection holding an episode lives as long as the episode may stay idle.
+        # A session holding an episode lives as long as the episode may stay idle.
         session_idle_timeout=http.settings.idle_ttl_s,
         max_sessions=MAX_CONNECTIONS,
         transport_security=security,
@@ -261,17 +261,17 @@ def http_app(
     in_use: Callable[[str], bool] = lambda _session_id: True,
     seats: assessments.Seats | None = None,
 ) -> ASGIApp:
-    """The streamable-HTTP application, its connections guarded (see `sqlenv_mcp.guard`):
-    `in_use(session_id)` tells a connection that must not be ended early. In assessment
-    mode (`seats`), connections are opened at a seat's address (see `SeatRouter`). The
+    """The streamable-HTTP application, its sessions guarded (see `sqlenv_mcp.guard`):
+    `in_use(session_id)` tells a session that must not be ended early. In assessment
+    mode (`seats`), sessions are opened at a seat's address (see `SeatRouter`). The
     process serves from here on: its garbage collector and the SDK's log are set for that."""
     tune_for_serving()
     logging.getLogger("mcp.server.streamable_http").addFilter(CLOSED_STREAMS)
     app = ConnectionGuard(
         server.streamable_http_app(),
         in_use,
-        per_client=http.settings.max_connections_per_client,
-        idle_unused_s=http.settings.idle_connection_timeout_s,
+        per_client=http.settings.max_sessions_per_client,
+        idle_unused_s=http.settings.idle_session_timeout_s,
         idle_s=http.settings.idle_ttl_s,
     )
     if seats is not None:

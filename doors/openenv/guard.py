@@ -229,7 +229,7 @@ class RequestGuard:
 
     def _over_limit_message(self) -> str:
         return (
-            f"this client has {self.per_client} connections open, as many as one client may; "
+            f"this client has {self.per_client} sessions open, as many as one client may; "
             "close one (or let an idle session expire) before opening another"
         )
 

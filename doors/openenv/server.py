@@ -119,8 +119,8 @@ def build_app(settings: Settings) -> FastAPI:
     app.add_middleware(
         RequestGuard,
         max_body_bytes=MAX_MESSAGE_BYTES,
-        per_client=settings.max_connections_per_client,
-        idle_unattached_s=settings.idle_connection_timeout_s,
+        per_client=settings.max_sessions_per_client,
+        idle_unattached_s=settings.idle_session_timeout_s,
     )
     app.router.on_shutdown.append(manager.shutdown)
     return app

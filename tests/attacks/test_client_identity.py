@@ -78,7 +78,7 @@ def spoofing(address: str) -> dict[str, str]:
 
 
 def test_an_mcp_client_naming_others_in_x_forwarded_for_is_still_itself(cache_dir):
-    with serving(MCP, "--max-connections-per-client", "2") as server:
+    with serving(MCP, "--max-sessions-per-client", "2") as server:
         statuses = [
             httpx.post(
                 f"{server.url}/mcp",
@@ -91,7 +91,7 @@ def test_an_mcp_client_naming_others_in_x_forwarded_for_is_still_itself(cache_di
 
 
 def test_an_openenv_client_naming_others_in_x_forwarded_for_is_still_itself(cache_dir):
-    with serving(OPENENV, "--max-connections-per-client", "2") as server:
+    with serving(OPENENV, "--max-sessions-per-client", "2") as server:
         url = f"{server.url.replace('http', 'ws')}/ws"
         with contextlib.ExitStack() as held:
             for n in (1, 2, 3):

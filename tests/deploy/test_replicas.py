@@ -269,7 +269,7 @@ def test_a_port_in_use_fails_at_once_before_any_server_starts(haproxy, dev_door_
 def test_behind_the_balancer_a_client_is_the_address_it_connects_from(haproxy, dev_door_spec):
     """A client that names others in X-Forwarded-For is still counted as itself; a client
     connecting from another address is another client."""
-    one_each = ("--max-connections-per-client", "2")
+    one_each = ("--max-sessions-per-client", "2")
     with Replicas(1, dev_door_spec.settings, Ports.free(), one_each) as replicas:
         mcp_statuses = [
             httpx.post(
