@@ -249,9 +249,9 @@ async def run_level(args: argparse.Namespace, kind: str, sessions: int) -> Level
         )
         cpu_before = cpu_s(process)
         started = time.perf_counter()
-        player = play if kind == "ours" else play_noop
+        policy = play if kind == "ours" else play_noop
         tasks = [
-            asyncio.create_task(player(Session(url, tally, args.timeout), seed))
+            asyncio.create_task(policy(Session(url, tally, args.timeout), seed))
             for seed in range(sessions)
         ]
         while not all(task.done() for task in tasks):

@@ -1,4 +1,4 @@
-"""The oracle: a player that knows the gold SQL. It explores the tables the gold reads, runs
+"""The oracle: a policy that knows the gold SQL. It explores the tables the gold reads, runs
 the gold through the query tool (page by page, by the row limit in force, when it has more
 rows) and answers with the rows it saw. It uses every tool the way an agent would, so `sqlenv
 play`, the tests, the SFT transcripts and the evaluation harness can play whole episodes

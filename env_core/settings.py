@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from env_core.command_line import RenamedFlag
 from env_core.errors import shown
 from env_core.rewards import PROFILES
 
@@ -394,7 +395,7 @@ _DEFAULTS = {field.name: field.default for field in fields(Settings)}
 if set(OPTIONS_BY_FIELD) != set(_DEFAULTS):
     raise RuntimeError("every setting needs exactly one option")
 # Servers that run side by side on one machine listen on ports of their own by default: a
-# green agent and the participant it assesses.
+# green agent (the assessor) and the agent it assesses.
 COMMAND_DEFAULTS: dict[str, dict[str, Any]] = {
     "sqlenv green": {"port": 9009},
     "sqlenv purple": {"port": 9019},
@@ -436,13 +437,7 @@ def add_arguments(
                 help=help_text,
             )
             for old in [old for old, new in RENAMED_FLAGS.items() if new == option.flag]:
-                hidden = {"default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
-                group.add_argument(old, action=_Renamed, nargs="?", **hidden)
-
-
-class _Renamed(argparse.Action):
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        parser.error(f"{option_string} is now {RENAMED_FLAGS[option_string]}")
+                group.add_argument(old, action=RenamedFlag, new=option.flag)
 
 
 def _parser_default(option: Option, own: Mapping[str, Any]) -> Any:

@@ -1,4 +1,5 @@
-"""The green-agent harness: play policies through any door, summarise, report.
+"""The evaluation harness: play policies through any door with its door client, summarise,
+report.
 
 from env_core.settings import Settings
 from evals import DoorSpec, OraclePolicy, evaluate, open_door

@@ -1,8 +1,8 @@
 """What a policy is: something that, given an episode's start, yields tool calls.
 
-A policy plays an episode as a player (`env_core.calls`): a generator that yields a `ToolCall`,
-receives the step's `ToolResult` through `send`, and returns when it stops (normally after
-`answer`; returning earlier leaves the episode unanswered).
+A policy plays an episode with `play` (`env_core.calls.Play`): a generator that yields a
+`ToolCall`, receives the step's `ToolResult` through `send`, and returns when it stops
+(normally after `answer`; returning earlier leaves the episode unanswered).
 """
 
 from __future__ import annotations

@@ -52,6 +52,10 @@ def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
             [*mcp, "--max-connections-per-client", "3"],
             "--max-connections-per-client is now --max-sessions-per-client",
         ),
+        "assess renamed flag": Case(
+            [*sqlenv, "assess", "--participant", "http://127.0.0.1:9/"],
+            "--participant is now --agent",
+        ),
         "openenv renamed variable": Case(
             openenv,
             "SQLENV_IDLE_CONNECTION_TIMEOUT is now SQLENV_IDLE_SESSION_TIMEOUT: rename it",

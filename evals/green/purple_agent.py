@@ -1,4 +1,4 @@
-"""`sqlenv purple`: a reference participant that plays each episode it is sent with a policy.
+"""`sqlenv purple`: a reference assessed agent that plays each episode it is sent with a policy.
 
 For each message it reads the episode's brief (a data part: see `EpisodeBrief`), connects to
 the episode's MCP tools over streamable HTTP and plays with the policy: an OpenAI-compatible
@@ -108,7 +108,7 @@ def purple_app(
 ):
     card = a2a.agent_card(
         f"sqlenv purple agent ({policy.name})",
-        "A reference participant for sqlenv assessments: plays each episode it is sent.",
+        "A reference agent for sqlenv assessments: plays each episode it is sent.",
         card_url,
         SKILL,
     )

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, fie
 from env_core.errors import listed, shown
 from env_core.settings import STEP_BUDGET_RANGE
 
-PARTICIPANT = "agent"
+AGENT_ROLE = "agent"
 SPLIT_NAME = r"^[A-Za-z0-9_.-]+$"  # a question file's name, as the data directory lists them
 MAX_REASONS = 5
 
@@ -57,8 +57,8 @@ class AssessmentRequest(BaseModel):
     config: AssessmentConfig = AssessmentConfig()
 
     @property
-    def participant(self) -> str:
-        return str(self.participants[PARTICIPANT])
+    def assessed_agent(self) -> str:
+        return str(self.participants[AGENT_ROLE])
 
 
 def parse_request(payload: str | dict) -> AssessmentRequest:
@@ -80,9 +80,9 @@ def parse_request(payload: str | dict) -> AssessmentRequest:
             for problem in error.errors(include_url=False)[:MAX_REASONS]
         )
         raise RequestError(f"invalid assessment request: {reasons}") from None
-    if set(request.participants) != {PARTICIPANT}:
+    if set(request.participants) != {AGENT_ROLE}:
         named = listed(request.participants) or "none"
         raise RequestError(
-            f"participants must name one agent under the role {PARTICIPANT!r} (got: {named})"
+            f"participants must name one agent under the role {AGENT_ROLE!r} (got: {named})"
         )
     return request

@@ -1,4 +1,5 @@
-"""The oracle as a policy: the engine's player that knows the gold SQL (`env_core.oracle`)."""
+"""The oracle as an evaluation policy: the engine's play that knows the gold SQL
+(`env_core.oracle`)."""
 
 from __future__ import annotations
 
