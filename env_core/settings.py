@@ -281,7 +281,7 @@ OPTIONS: tuple[Option, ...] = (
         "--idle-ttl",
         _seconds,
         "episodes",
-        "seconds before an idle episode (and its connection) is closed",
+        "seconds before an idle episode (and its session) is closed",
         "SECONDS",
     ),
     Option(
@@ -289,7 +289,7 @@ OPTIONS: tuple[Option, ...] = (
         "--route-by-episode-id",
         _switch,
         "episodes",
-        "let any connection act on an episode by its id, not only the one that started it "
+        "let any session act on an episode by its id, not only the one that started it "
         "(the id, random and made by the server, is then a capability)",
     ),
     Option(
