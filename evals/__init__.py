@@ -10,14 +10,14 @@ print(result.summary.overall.success)
 door.close()
 """
 
-from evals.door_clients import Door, DoorSpec, open_door
+from evals.door_clients import DoorClient, DoorSpec, open_door
 from evals.evaluate import EvalResult, evaluate
 from evals.metrics import Summary, wilson_interval
 from evals.policies import OraclePolicy, RandomPolicy
 from evals.policy import EpisodeContext, Policy, ToolCall
 
 __all__ = [
-    "Door",
+    "DoorClient",
     "DoorSpec",
     "EpisodeContext",
     "EvalResult",

@@ -10,7 +10,7 @@ from env_core.factory import open_manager
 from evals.door_clients.spec import DoorSpec
 
 
-class InProcessDoor:
+class InProcessClient:
     def __init__(self, spec: DoorSpec) -> None:
         self.spec = spec
         self.manager = open_manager(spec.settings)
