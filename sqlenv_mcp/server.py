@@ -23,7 +23,7 @@ from serving.health import HEALTH_PATH, health_status
 from sqlenv_mcp import assessment as assessments
 from sqlenv_mcp import episodes, explorer
 from sqlenv_mcp.agent_tools import AgentToolServer
-from sqlenv_mcp.guard import ConnectionGuard
+from sqlenv_mcp.guard import SessionGuard
 
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 
@@ -267,7 +267,7 @@ def http_app(
     process serves from here on: its garbage collector and the SDK's log are set for that."""
     tune_for_serving()
     logging.getLogger("mcp.server.streamable_http").addFilter(CLOSED_STREAMS)
-    app = ConnectionGuard(
+    app = SessionGuard(
         server.streamable_http_app(),
         in_use,
         per_client=http.settings.max_sessions_per_client,
