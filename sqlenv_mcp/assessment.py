@@ -164,7 +164,7 @@ def routed_seat(seats: Seats) -> SeatOf:
 class SeatRouter:
     """Sends `/assess/<token>/mcp` to the MCP application at `/mcp` when the token is a seat's,
     noting the token in the request's scope; answers 404 to any other MCP path, so only a
-    seat's holder can open a connection. Other paths (health) pass through."""
+    seat's holder can open a session. Other paths (health) pass through."""
 
     def __init__(self, app: App, seats: Seats) -> None:
         self.app = app

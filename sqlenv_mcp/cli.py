@@ -99,7 +99,7 @@ def database_path(text: str) -> Path:
 
 @dataclass(frozen=True)
 class Served:
-    """What a command line serves: the MCP server, which of its HTTP connections are in use
+    """What a command line serves: the MCP server, which of its HTTP sessions are in use
     (see `sqlenv_mcp.guard`) and, in assessment mode, the assessment and its seats."""
 
     server: FastMCP

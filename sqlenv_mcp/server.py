@@ -35,8 +35,8 @@ def with_default_ports(hosts: list[str]) -> list[str]:
     return [*hosts, *(host.removesuffix(":*") for host in hosts if host.endswith(":*"))]
 
 
-# Connections of all clients together; one client's are capped by the settings.
-MAX_CONNECTIONS = 10_000
+# Sessions of all clients together; one client's are capped by the settings.
+MAX_SESSIONS = 10_000
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def _new_server(
         json_response=True,
         # A session holding an episode lives as long as the episode may stay idle.
         session_idle_timeout=http.settings.idle_ttl_s,
-        max_sessions=MAX_CONNECTIONS,
+        max_sessions=MAX_SESSIONS,
         transport_security=security,
     )
 
