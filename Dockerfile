@@ -35,9 +35,9 @@ USER 1000
 RUN python -c "from env_core.factory import open_manager; open_manager().shutdown()"
 
 EXPOSE 8000
-# /health is the OpenEnv server's, /healthz the MCP server's: either command passes. Checked
-# every 5 s: Swarm (and OpenEnv's DockerSwarmProvider, which waits 30 s) sends a replica
-# traffic only once a check has passed.
+# Both servers answer /health (200 "healthy", 503 "unhealthy"). Checked every 5 s: Swarm
+# (and OpenEnv's DockerSwarmProvider, which waits 30 s) sends a replica traffic only once a
+# check has passed.
 HEALTHCHECK --interval=5s --timeout=5s --start-period=60s --retries=3 \
-    CMD ["python", "-c", "import sys, urllib.request as r\nfor path in ('/health', '/healthz'):\n    try:\n        r.urlopen('http://127.0.0.1:8000' + path, timeout=4)\n        sys.exit(0)\n    except OSError:\n        pass\nsys.exit(1)"]
+    CMD ["python", "-c", "import urllib.request as r; r.urlopen('http://127.0.0.1:8000/health', timeout=4)"]
 CMD ["python", "-m", "doors.commands", "--host", "0.0.0.0", "--port", "8000"]

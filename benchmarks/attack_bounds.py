@@ -46,7 +46,7 @@ UNINTERRUPTIBLE_ROW = (
     + " FROM s"
 )
 SERVERS = {
-    "mcp": (["sqlenv_mcp", "--transport", "http"], "/healthz"),
+    "mcp": (["sqlenv_mcp", "--transport", "http"], "/health"),
     "openenv": (["doors.commands"], "/health"),
 }
 Attack = Callable[[str], Awaitable[str]]  # one attack on the server at this URL -> outcome

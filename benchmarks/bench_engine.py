@@ -75,14 +75,14 @@ def percentile(samples: list[float], q: float) -> float:
 
 
 def measure(catalog: Catalog, split: str, questions: int, repeats: int, seed: int) -> dict:
-    sessions = EpisodeManager(
+    manager = EpisodeManager(
         catalog, Settings(split=split, max_steps=1000, max_episodes=questions + 1)
     )
     chosen = random.Random(seed).sample(catalog.questions(split), questions)
     timings: dict[tuple[str, str], list[float]] = defaultdict(list)
     called: set[tuple[str, str, str]] = set()
     for question in chosen:
-        episode = sessions.create(question_id=question.id)
+        episode = manager.create(question_id=question.id)
         path = catalog.database_path(question.db_id)
         floor = bare_connection(path)
         tables = [episode.executor.resolve_table(t) for t in referenced_tables(question.sql)]
@@ -93,7 +93,7 @@ def measure(catalog: Catalog, split: str, questions: int, repeats: int, seed: in
                 started = time.perf_counter_ns()
                 bare_call(floor, tool, arguments)
                 floor_us = (time.perf_counter_ns() - started) / 1000
-                jobs = sessions.sandbox.jobs
+                jobs = manager.sandbox.jobs
                 started = time.perf_counter_ns()
                 episode.call(tool, arguments)
                 ours_us = (time.perf_counter_ns() - started) / 1000
@@ -103,12 +103,12 @@ def measure(catalog: Catalog, split: str, questions: int, repeats: int, seed: in
                     called.add(call)
                     rows.append(FIRST_CALL[tool])
                     if tool == "query":
-                        rows.append(WHERE_RUN[sessions.sandbox.jobs > jobs])
+                        rows.append(WHERE_RUN[manager.sandbox.jobs > jobs])
                 for row in rows:
                     timings[(row, "floor")].append(floor_us)
                     timings[(row, "ours")].append(ours_us)
         floor.close()
-        sessions.close(episode.episode_id)
+        manager.close(episode.episode_id)
     return timings
 
 

@@ -46,7 +46,7 @@ async def stdio_session(command: list[str]) -> AsyncIterator[ClientSession]:
 @asynccontextmanager
 async def http_session(server_args: list[str]) -> AsyncIterator[ClientSession]:
     command = [sys.executable, str(FLOOR_SERVER), *server_args, "--transport", "http"]
-    server = LocalServer(command, "/healthz")
+    server = LocalServer(command, "/health")
     try:
         async with (
             streamable_http_client(f"{server.url}/mcp") as (read, write, _),

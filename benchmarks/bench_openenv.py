@@ -236,7 +236,7 @@ def ours(args: argparse.Namespace, sessions: int, max_steps: int = 15) -> list[s
         *(sys.executable, "-m", "doors.commands", "--data-dir", args.data_dir),
         *("--split", args.split, "--max-episodes", str(sessions)),
         # One client (this one) runs every session.
-        *("--max-connections-per-client", str(sessions)),
+        *("--max-sessions-per-client", str(sessions)),
         *("--max-sockets-per-client", str(2 * sessions + 16)),
         *("--max-episodes-per-client", str(sessions)),
         *("--max-steps", str(max_steps)),

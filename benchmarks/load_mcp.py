@@ -227,13 +227,13 @@ def server_command(args: argparse.Namespace, kind: str, sessions: int) -> list[s
         # One client (this one) runs every session.
         *("--max-episodes", str(sessions + 16)),
         *("--max-episodes-per-client", str(sessions + 16)),
-        *("--max-connections-per-client", str(sessions + 16)),
+        *("--max-sessions-per-client", str(sessions + 16)),
         *("--max-sockets-per-client", str(2 * sessions + 16)),
     ]
 
 
 async def run_level(args: argparse.Namespace, kind: str, sessions: int) -> Level:
-    server = LocalServer(server_command(args, kind, sessions), "/healthz")
+    server = LocalServer(server_command(args, kind, sessions), "/health")
     try:
         process = psutil.Process(server.process.pid)
         idle_rss = process.memory_info().rss
@@ -249,9 +249,9 @@ async def run_level(args: argparse.Namespace, kind: str, sessions: int) -> Level
         )
         cpu_before = cpu_s(process)
         started = time.perf_counter()
-        player = play if kind == "ours" else play_noop
+        policy = play if kind == "ours" else play_noop
         tasks = [
-            asyncio.create_task(player(Session(url, tally, args.timeout), seed))
+            asyncio.create_task(policy(Session(url, tally, args.timeout), seed))
             for seed in range(sessions)
         ]
         while not all(task.done() for task in tasks):

@@ -62,7 +62,7 @@ def deployment(args: argparse.Namespace, count: int) -> Iterator[Replicas | Swar
     if args.swarm:
         limits = {
             "SQLENV_MAX_EPISODES_PER_CLIENT": str(args.sessions),
-            "SQLENV_MAX_CONNECTIONS_PER_CLIENT": str(args.sessions),
+            "SQLENV_MAX_SESSIONS_PER_CLIENT": str(args.sessions),
         }
         with SwarmStack(args.data_dir, args.split, environment=limits) as stack:
             if count > 1:
@@ -77,7 +77,7 @@ def deployment(args: argparse.Namespace, count: int) -> Iterator[Replicas | Swar
         max_episodes=args.sessions,
         max_episodes_per_client=args.sessions,
     )
-    per_client = ["--max-connections-per-client", str(args.sessions)]
+    per_client = ["--max-sessions-per-client", str(args.sessions)]
     with Replicas(count, settings, Ports.free(), per_client) as replicas:
         yield replicas
 

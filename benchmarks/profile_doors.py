@@ -225,7 +225,7 @@ def profile_mcp_http(args: argparse.Namespace) -> dict[str, Profile]:
     for kind in ("floor", "ours"):
         program = [str(FLOOR_SERVER)] if kind == "floor" else ["-m", "sqlenv_mcp"]
         command = [sys.executable, *program, "--transport", "http", *server_args(args)]
-        with bench_openenv.running(command, "/healthz") as server:
+        with bench_openenv.running(command, "/health") as server:
             session = Session(f"{server.url}/mcp", Tally(), 120)
 
             async def calls(session: Session = session, kind: str = kind) -> None:

@@ -175,8 +175,8 @@ class Replicas:
             )
             commands[f"mcp-{index}"] = (
                 [python, "-m", "sqlenv_mcp", "--transport", "http", *flags],
-                "/healthz",
-                "/healthz",
+                "/health",
+                "/health",
             )
 
         def start(name: str) -> Replica:
@@ -213,7 +213,7 @@ class Replicas:
         # HAProxy holds the sockets now: with it gone, clients are refused, not left waiting.
         self._close_listeners()
         deadline = time.monotonic() + 30
-        for url in (f"{self.openenv_url}/health", f"{self.mcp_url}/healthz"):
+        for url in (f"{self.openenv_url}/health", f"{self.mcp_url}/health"):
             while not _answers(url):
                 if self.balancer.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"HAProxy did not start: {log.read_text()[-2000:]}")
@@ -239,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--server-args",
         default="",
-        help="more flags for every server, e.g. '--max-connections-per-client 256'",
+        help="more flags for every server, e.g. '--max-sessions-per-client 256'",
     )
     add_arguments(parser, groups=("data", "episodes", "sql"))
     return parser

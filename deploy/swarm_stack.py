@@ -176,7 +176,7 @@ class SwarmStack:
 
     def episodes(self, container: str, kind: str) -> dict[str, int]:
         """A replica's episode counters, read inside its container (replicas publish no port)."""
-        path = "/stats" if kind == "openenv" else "/healthz"
+        path = "/stats" if kind == "openenv" else "/health"
         read = f"import urllib.request as r; print(r.urlopen('http://127.0.0.1:8000{path}').read().decode())"
         counters = json.loads(docker("exec", container, "python", "-c", read))
         return counters.get("episodes", counters)

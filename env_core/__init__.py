@@ -1,1 +1,2 @@
-"""The sqlenv engine: catalog, read-only executor, episodes, tools, answers, rewards, sessions."""
+"""The sqlenv engine: catalog, read-only executor, episodes, tools, answers, rewards, and the
+episode manager."""

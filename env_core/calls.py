@@ -1,8 +1,8 @@
-"""A player as a generator of tool calls, and the one loop that drives a player.
+"""A policy's play of an episode as a generator of tool calls, and the one loop that drives it.
 
-A player yields a `ToolCall`, receives the call's `ToolResult` through `send`, and returns when
+A play yields a `ToolCall`, receives the call's `ToolResult` through `send`, and returns when
 it stops (normally after `answer`). The oracle (`env_core.oracle`) and every policy of the
-evaluation harness are players.
+evaluation harness play this way.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ Play = Generator[ToolCall, ToolResult, None]
 def drive(
     play: Play, step: Callable[[ToolCall], ToolResult], max_calls: int
 ) -> list[tuple[ToolCall, ToolResult]]:
-    """Make the player's calls with `step`, sending each result back, until it stops, a result
-    ends the episode or `max_calls` calls are made (a player that repeats calls an episode
+    """Make the play's calls with `step`, sending each result back, until it stops, a result
+    ends the episode or `max_calls` calls are made (a play that repeats calls an episode
     does not take would otherwise never stop); returns the calls with their results."""
     made: list[tuple[ToolCall, ToolResult]] = []
     try:

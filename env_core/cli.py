@@ -168,8 +168,8 @@ def run_settings(_args: argparse.Namespace) -> int:
 
 
 def run_play(args: argparse.Namespace) -> int:
-    sessions = open_manager(Settings.from_arguments(args))
-    episode = sessions.create(seed=args.seed, question_id=args.question_id, db_id=args.db_id)
+    manager = open_manager(Settings.from_arguments(args))
+    episode = manager.create(seed=args.seed, question_id=args.question_id, db_id=args.db_id)
     print(
         f"episode {episode.episode_id} · question {episode.question.id} "
         f"({episode.question.hardness})"
@@ -185,7 +185,7 @@ def run_play(args: argparse.Namespace) -> int:
         f"\ntotal reward {episode.total_reward:+.3f} after {episode.steps_used} steps; "
         f"{'correct' if episode.correct else 'not correct'}"
     )
-    sessions.shutdown()
+    manager.shutdown()
     return 0
 
 

@@ -37,6 +37,19 @@ class CommandParser(argparse.ArgumentParser):
         )
 
 
+class RenamedFlag(argparse.Action):
+    """A flag that was renamed: given, it is refused with its new name (`new`), not ignored.
+    Hidden from the help."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str) -> None:
+        hidden = {"default": argparse.SUPPRESS, "help": argparse.SUPPRESS}
+        super().__init__(option_strings, dest, nargs="?", **hidden)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        parser.error(f"{option_string} is now {self.new}")
+
+
 def _suggestion(message: str) -> str:
     """ ", did you mean 'eval'?" for a mistyped choice close to one of the choices."""
     mistake = INVALID_CHOICE.search(message)

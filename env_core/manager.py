@@ -146,7 +146,7 @@ class EpisodeManager:
         **selectors: Any,
     ) -> Episode:
         """Open an episode on the question `selectors` name (see `choose_question`). `owner`
-        names the connection that may act on it (any, if None); `client` the remote party
+        names the session that may act on it (any, if None); `client` the remote party
         whose open episodes are capped together. The episodes `replacing` (a door's running
         ones) are closed once the new one is open, their slots counted as free: if this
         raises, they run on as they were."""

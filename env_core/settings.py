@@ -6,7 +6,8 @@ A value comes from the command line, else from the environment variable, else th
     --max-steps 20    SQLENV_MAX_STEPS=20    (default 15)
 
 The variable of a setting is its flag in capitals, `SQLENV_` in front: `--idle-ttl` is
-`SQLENV_IDLE_TTL`. Training configs name settings by their field (`max_steps = 20`).
+`SQLENV_IDLE_TTL`. Training configs name settings by their field (`max_rows = 30`), the step
+budget excepted (`training.config.ENV_NAMES`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from env_core.command_line import RenamedFlag
 from env_core.errors import shown
 from env_core.rewards import PROFILES
 
 GROUPS = ("data", "episodes", "sql", "server")
+# The step budgets an episode may have, least and most: the flag's and an assessment request's.
+STEP_BUDGET_RANGE = (1, 1000)
 # The green agent's own settings, which only `sqlenv green` takes.
 ASSESSMENT_GROUP = "assessment"
 
@@ -97,7 +101,19 @@ class Option:
 
     @property
     def variable(self) -> str:
-        return "SQLENV_" + self.flag.removeprefix("--").replace("-", "_").upper()
+        return variable_of(self.flag)
+
+
+def variable_of(flag: str) -> str:
+    return "SQLENV_" + flag.removeprefix("--").replace("-", "_").upper()
+
+
+# Flags renamed to say what they count in the project's words (docs/design.md, "Words"): an
+# old flag or variable is refused with its new name, never ignored.
+RENAMED_FLAGS = {
+    "--max-connections-per-client": "--max-sessions-per-client",
+    "--idle-connection-timeout": "--idle-session-timeout",
+}
 
 
 @dataclass(frozen=True)
@@ -123,10 +139,10 @@ class Settings:
     # server
     host: str = "127.0.0.1"
     port: int = 8000
-    max_connections_per_client: int = 64
+    max_sessions_per_client: int = 64
     max_sockets_per_client: int = 256
     trusted_proxies: str | None = None
-    idle_connection_timeout_s: float = 120.0
+    idle_session_timeout_s: float = 120.0
     log_level: str = "warning"
     # assessment
     assessment_token: str | None = None
@@ -149,6 +165,9 @@ class Settings:
     @classmethod
     def from_environment(cls, environ: Mapping[str, str] = os.environ) -> Settings:
         """The defaults, with every `SQLENV_*` variable that is set applied."""
+        for old, new in RENAMED_FLAGS.items():
+            if variable_of(old) in environ:
+                raise ValueError(f"{variable_of(old)} is now {variable_of(new)}: rename it")
         changes = {}
         for option in OPTIONS:
             if option.variable in environ:
@@ -156,16 +175,21 @@ class Settings:
         return cls(**changes)
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any], where: str) -> Settings:
-        """Settings named by field, as a training config's [env] table gives them."""
-        known = {option.field for option in OPTIONS}
-        unknown = sorted(set(values) - known)
+    def from_mapping(
+        cls, values: Mapping[str, Any], where: str, names: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Settings named by field, as a training config's [env] table gives them, or by the
+        caller's own `names` (name: field) for the fields those rename."""
+        names = names or {}
+        renamed = set(names.values())
+        known = {field: field for field in OPTIONS_BY_FIELD if field not in renamed} | dict(names)
+        unknown = sorted(set(values) - set(known))
         if unknown:
             raise ValueError(
                 f"{where}: unknown settings {', '.join(unknown)}; settings are: "
                 f"{', '.join(sorted(known))}"
             )
-        return cls.from_environment().replace(**values)
+        return cls.from_environment().replace(**{known[name]: v for name, v in values.items()})
 
     @classmethod
     def from_arguments(cls, args: argparse.Namespace) -> Settings:
@@ -227,7 +251,14 @@ OPTIONS: tuple[Option, ...] = (
         "data",
         "show a question's evidence (BIRD's hint) with it; --no-evidence for ablations",
     ),
-    Option("max_steps", "--max-steps", whole(1, 1000), "episodes", "step budget per episode", "N"),
+    Option(
+        "max_steps",
+        "--max-steps",
+        whole(*STEP_BUDGET_RANGE),
+        "episodes",
+        "step budget per episode",
+        "N",
+    ),
     Option(
         "reward_profile",
         "--reward-profile",
@@ -250,7 +281,7 @@ OPTIONS: tuple[Option, ...] = (
         "--idle-ttl",
         _seconds,
         "episodes",
-        "seconds before an idle episode (and its connection) is closed",
+        "seconds before an idle episode (and its session) is closed",
         "SECONDS",
     ),
     Option(
@@ -258,7 +289,7 @@ OPTIONS: tuple[Option, ...] = (
         "--route-by-episode-id",
         _switch,
         "episodes",
-        "let any connection act on an episode by its id, not only the one that started it "
+        "let any session act on an episode by its id, not only the one that started it "
         "(the id, random and made by the server, is then a capability)",
     ),
     Option(
@@ -289,11 +320,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("host", "--host", _text, "server", "address to bind", "ADDRESS"),
     Option("port", "--port", whole(1, 65535), "server", "port to listen on", "PORT"),
     Option(
-        "max_connections_per_client",
-        "--max-connections-per-client",
+        "max_sessions_per_client",
+        "--max-sessions-per-client",
         whole(1),
         "server",
-        "connections (MCP sessions, WebSockets) one client may hold open",
+        "sessions (MCP sessions, OpenEnv WebSockets) one client may hold open",
         "N",
     ),
     Option(
@@ -316,11 +347,11 @@ OPTIONS: tuple[Option, ...] = (
         shown_default="none",
     ),
     Option(
-        "idle_connection_timeout_s",
-        "--idle-connection-timeout",
+        "idle_session_timeout_s",
+        "--idle-session-timeout",
         _seconds,
         "server",
-        "seconds before an idle connection holding no episode is closed",
+        "seconds before an idle session holding no episode is closed",
         "SECONDS",
     ),
     Option(
@@ -364,7 +395,7 @@ _DEFAULTS = {field.name: field.default for field in fields(Settings)}
 if set(OPTIONS_BY_FIELD) != set(_DEFAULTS):
     raise RuntimeError("every setting needs exactly one option")
 # Servers that run side by side on one machine listen on ports of their own by default: a
-# green agent and the participant it assesses.
+# green agent (the assessor) and the agent it assesses.
 COMMAND_DEFAULTS: dict[str, dict[str, Any]] = {
     "sqlenv green": {"port": 9009},
     "sqlenv purple": {"port": 9019},
@@ -405,6 +436,8 @@ def add_arguments(
                 choices=option.choices,
                 help=help_text,
             )
+            for old in [old for old, new in RENAMED_FLAGS.items() if new == option.flag]:
+                group.add_argument(old, action=RenamedFlag, new=option.flag)
 
 
 def _parser_default(option: Option, own: Mapping[str, Any]) -> Any:

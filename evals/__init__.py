@@ -1,4 +1,5 @@
-"""The green-agent harness: play policies through any door, summarise, report.
+"""The evaluation harness: play policies through any door with its door client, summarise,
+report.
 
 from env_core.settings import Settings
 from evals import DoorSpec, OraclePolicy, evaluate, open_door
@@ -9,14 +10,14 @@ print(result.summary.overall.success)
 door.close()
 """
 
-from evals.door_clients import Door, DoorSpec, open_door
+from evals.door_clients import DoorClient, DoorSpec, open_door
 from evals.evaluate import EvalResult, evaluate
 from evals.metrics import Summary, wilson_interval
 from evals.policies import OraclePolicy, RandomPolicy
 from evals.policy import EpisodeContext, Policy, ToolCall
 
 __all__ = [
-    "Door",
+    "DoorClient",
     "DoorSpec",
     "EpisodeContext",
     "EvalResult",

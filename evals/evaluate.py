@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evals.door_clients import Door, DoorSpec, open_door
+from evals.door_clients import DoorClient, DoorSpec, open_door
 from evals.metrics import Summary
 from evals.plan import EpisodeTask, plan_episodes
 from evals.play import EpisodeRecord, play_episode
@@ -40,7 +40,7 @@ class EvalResult:
 
 
 def evaluate(
-    env: Door,
+    env: DoorClient,
     policy: Policy,
     n_episodes: int,
     seed: int = 0,

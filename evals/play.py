@@ -9,7 +9,7 @@ from typing import Any
 from env_core.calls import drive
 from env_core.catalog import Question
 from env_core.episode import ToolResult
-from evals.door_clients import Door
+from evals.door_clients import DoorClient
 from evals.official import official_verdict
 from evals.plan import EpisodeTask
 from evals.policy import EpisodeContext, Policy
@@ -64,11 +64,12 @@ class EpisodeRecord:
         return cls(**{**raw, "steps": steps})
 
 
-def play_episode(door: Door, policy: Policy, task: EpisodeTask, seed: int) -> EpisodeRecord:
+def play_episode(door: DoorClient, policy: Policy, task: EpisodeTask, seed: int) -> EpisodeRecord:
     """Play one planned episode of `policy` through `door` and record it."""
     question = door.catalog.question(task.question_id)
     start = door.start(task.question_id)
-    context = EpisodeContext(start, question, task.rng(seed))
+    max_rows = door.worker_spec().settings.max_rows
+    context = EpisodeContext(start, question, task.rng(seed), max_rows=max_rows)
     try:
         # Calls the episode does not take spend no step; the cap keeps a policy that repeats
         # them from looping forever.

@@ -114,7 +114,7 @@ def guess_after_the_budget(context: EpisodeContext) -> Play:
 
 def near_miss(context: EpisodeContext) -> Play:
     """The oracle's calls, with its answer made wrong: a row dropped, or a value changed."""
-    calls = oracle_calls(context.question, context.start.budget)
+    calls = oracle_calls(context.question, context.start.budget, context.max_rows)
     call = next(calls)
     while call.tool != "answer":
         call = calls.send((yield call))
@@ -163,7 +163,8 @@ def play(manager: EpisodeManager, question: Question, strategy: Strategy) -> Out
     """One episode of `strategy`, scored as GRPO scores it."""
     episode = manager.create(question_id=question.id)
     try:
-        context = EpisodeContext(episode.start, question, random.Random(0))
+        max_rows = manager.config.limits.max_rows
+        context = EpisodeContext(episode.start, question, random.Random(0), max_rows=max_rows)
         drive(
             strategy(context),
             lambda call: manager.step(episode.episode_id, call.tool, call.arguments),

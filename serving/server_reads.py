@@ -15,7 +15,7 @@ import httpx
 
 from serving import json_limits
 
-# /health, /healthz, /catalog and /models answer a few kilobytes.
+# /health, /health, /catalog and /models answer a few kilobytes.
 BODY_LIMIT = 1 << 20
 DEADLINE_S = 10.0
 IDENTITY = {"Accept-Encoding": "identity"}

@@ -164,7 +164,7 @@ class SeatRouter:
     """Sends `/assess/<token>/mcp` to the MCP application at `/mcp` when the token is a seat's,
     noting the token in the request's scope; answers 404 to any other MCP path (a JSON-RPC
     error, as the SDK answers an unknown session), so only a seat's holder can open a
-    connection. Other paths (health) pass through."""
+    session. Other paths (health) pass through."""
 
     def __init__(self, app: App, seats: Seats) -> None:
         self.app = app

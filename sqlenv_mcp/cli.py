@@ -18,7 +18,7 @@ from env_core.settings import Settings, add_arguments
 from serving.asgi import listening_socket
 from serving.parent_watch import stop_with_parent
 from sqlenv_mcp.assessment import Assessment, Seat, Seats, routed_seat
-from sqlenv_mcp.episodes import Connections
+from sqlenv_mcp.episodes import Sessions
 from sqlenv_mcp.explorer import UserDatabases
 from sqlenv_mcp.server import (
     HttpSettings,
@@ -99,7 +99,7 @@ def database_path(text: str) -> Path:
 
 @dataclass(frozen=True)
 class Served:
-    """What a command line serves: the MCP server, which of its HTTP connections are in use
+    """What a command line serves: the MCP server, which of its HTTP sessions are in use
     (see `sqlenv_mcp.guard`) and, in assessment mode, the assessment and its seats."""
 
     server: FastMCP
@@ -140,9 +140,9 @@ def build_server(args: argparse.Namespace) -> Served:
             unavailable=manager.sandbox.unavailable,
         )
         return Served(server, seats=seats, assigned=assigned)
-    connections = Connections(manager)
-    server = build_episode_server(manager, http, args.output_schemas, connections)
-    return Served(server, connections.holds_episode)
+    sessions = Sessions(manager)
+    server = build_episode_server(manager, http, args.output_schemas, sessions)
+    return Served(server, sessions.holds_episode)
 
 
 def check_modes(args: argparse.Namespace) -> None:

@@ -1,10 +1,10 @@
-"""Episode mode: the four tools plus start_episode/end_episode, one episode per connection.
+"""Episode mode: the tools plus start_episode/end_episode, one episode per MCP session.
 
-Each MCP connection (a stdio process, an HTTP session, an in-memory client) holds its own
-episodes, closed when the connection ends (see `Connections`). A connection's new episode ends
-its previous one, unless the client asks to keep several (at most `MAX_EPISODES_PER_CONNECTION`);
+Each MCP session (a stdio process, an HTTP session, an in-memory client) holds its own
+episodes, closed when the session ends (see `Sessions`). A session's new episode ends its
+previous one, unless the client asks to keep several (at most `MAX_EPISODES_PER_SESSION`);
 every tool also takes an optional `episode_id` to act on one of them. Episodes are capped per
-client (remote address) by the episode manager, and an episode answers only the connection that
+client (remote address) by the episode manager, and an episode answers only the session that
 started it.
 """
 
@@ -35,7 +35,7 @@ from sqlenv_mcp.results import (
     tool_result,
 )
 
-MAX_EPISODES_PER_CONNECTION = 8
+MAX_EPISODES_PER_SESSION = 8
 
 INSTRUCTIONS = (
     "Call start_episode first: it gives the question, the database id, the table names and the "
@@ -52,29 +52,29 @@ ENDING = ToolAnnotations(
 EPISODE_ID = {
     "episode_id": {
         "type": "string",
-        "description": "Episode to act on; omit to use this connection's current episode.",
+        "description": "Episode to act on; omit to use this session's current episode.",
     }
 }
 
 
 NO_EPISODE = (
-    "no episode is running on this connection: call start_episode first "
+    "no episode is running in this session: call start_episode first "
     "(or pass the episode_id of an episode you started)"
 )
 TOO_MANY_KEPT = (
-    f"this connection has {MAX_EPISODES_PER_CONNECTION} episodes open, as many as one "
-    "connection may keep; end one (end_episode) or start without keep_previous"
+    f"this session has {MAX_EPISODES_PER_SESSION} episodes open, as many as one "
+    "session may keep; end one (end_episode) or start without keep_previous"
 )
-CONNECTION_CLOSED = "this connection is closed; connect again and call start_episode"
+SESSION_CLOSED = "this session is closed; connect again and call start_episode"
 
 
-class Connections:
-    """The episodes of one server's open connections, each held for its MCP session (over
-    HTTP, also found by its session id).
+class Sessions:
+    """The episodes of one server's open MCP sessions, each held for its session (over HTTP,
+    also found by its session id).
 
-    A connection's episodes belong to its MCP session. They close when the session ends: with
-    the server lifespan, which the mcp 1.x SDK enters once per connection, else when the
-    session object is released; the episodes' idle TTL bounds both.
+    A session's episodes close when the session ends: with the server lifespan, which the mcp
+    1.x SDK enters once per session, else when the session object is released; the episodes'
+    idle TTL bounds both.
     """
 
     def __init__(self, manager: EpisodeManager) -> None:
@@ -97,7 +97,7 @@ class Connections:
             self.manager,
             idle=NO_EPISODE,
             client=request.client.host if request is not None and request.client else None,
-            keeps=MAX_EPISODES_PER_CONNECTION,
+            keeps=MAX_EPISODES_PER_SESSION,
             full=TOO_MANY_KEPT,
         )
         session_id = request.headers.get("mcp-session-id") if request is not None else None
@@ -111,7 +111,7 @@ class Connections:
         return held
 
     def _close(self, held: EpisodeHolder, session_id: str | None) -> None:
-        held.close(CONNECTION_CLOSED)
+        held.close(SESSION_CLOSED)
         if session_id is not None:
             self._by_session_id.pop(session_id, None)
 
@@ -135,12 +135,12 @@ class Connections:
 START_DESCRIPTION = (
     "Start a new episode: returns the question, the database id, the table names and the step "
     "budget. Optionally pick the question by id, database or split, or seed the random choice. "
-    "The connection's previous episode ends, unless keep_previous is set (at most "
-    f"{MAX_EPISODES_PER_CONNECTION} open at once)."
+    "The session's previous episode ends, unless keep_previous is set (at most "
+    f"{MAX_EPISODES_PER_SESSION} open at once)."
 )
 END_DESCRIPTION = (
-    "End an episode early and free it (episodes also end when the connection closes). Omit "
-    "episode_id to end this connection's current episode."
+    "End an episode early and free it (episodes also end when the session closes). Omit "
+    "episode_id to end this session's current episode."
 )
 START_PARAMETERS = object_schema(
     {
@@ -151,7 +151,7 @@ START_PARAMETERS = object_schema(
         "keep_previous": {
             "type": "boolean",
             "default": False,
-            "description": "Keep this connection's earlier episodes open, to act on them by "
+            "description": "Keep this session's earlier episodes open, to act on them by "
             "episode_id.",
         },
     }
@@ -159,24 +159,24 @@ START_PARAMETERS = object_schema(
 
 
 def register_episode_tools(
-    server: AgentToolServer, connections: Connections, output_schemas: bool = True
+    server: AgentToolServer, sessions: Sessions, output_schemas: bool = True
 ) -> None:
     """start_episode, the tools in the contract's order under the manager's limits, and
     end_episode, each called with the arguments as sent (see `sqlenv_mcp.agent_tools`)."""
-    manager = connections.manager
+    manager = sessions.manager
 
     async def start(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
         try:
             check_names("start_episode", arguments, START_PARAMETERS["properties"])
             keep_previous = take(arguments, "keep_previous", bool) or False
-            episode = connections.of(ctx).start(keep_previous, **arguments)
+            episode = sessions.of(ctx).start(keep_previous, **arguments)
         except SQLEnvError as error:
             return error_result(error)
         return start_result(episode.start)
 
     def calls_of(tool: str) -> Handler:
         async def call(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-            held = connections.of(ctx)
+            held = sessions.of(ctx)
             try:
                 resolved = held.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))
             except UnknownEpisodeError as error:
@@ -187,7 +187,7 @@ def register_episode_tools(
         return call
 
     async def end(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-        held = connections.of(ctx)
+        held = sessions.of(ctx)
         try:
             check_names("end_episode", arguments, EPISODE_ID)
             resolved = held.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))

@@ -1,12 +1,12 @@
-"""Fair use of the MCP HTTP server's connections (MCP sessions).
+"""Fair use of the MCP HTTP server's sessions.
 
-The SDK caps the connections of the whole server and ends a connection after a long idle time
-(30 min), so one client that opens connections and never ends them could take every one for
-that long. This middleware caps the connections one client (remote address) holds open, and
-ends a connection not in use (in episode mode: holding no episode) once it has been idle for a
-short time, by sending the SDK the DELETE request a client sends to end its connection; a
+The SDK caps the sessions of the whole server and ends a session after a long idle time
+(30 min), so one client that opens sessions and never ends them could take every one for
+that long. This middleware caps the sessions one client (remote address) holds open, and
+ends a session not in use (in episode mode: holding no episode) once it has been idle for a
+short time, by sending the SDK the DELETE request a client sends to end its session; a
 client at its cap that opens another ends its least recently used one not in use that way.
-A connection's session id is honoured only from the client that opened it.
+A session's id is honoured only from the client that opened it.
 
 It also reads each request's body before the SDK does, and answers in its place one the SDK
 would mishandle (`sqlenv_mcp.jsonrpc`): with a 500 and a traceback (a number too long to read,
@@ -29,26 +29,26 @@ from serving.asgi import App, Message, Receive, Scope, Send
 from sqlenv_mcp import jsonrpc
 
 SESSION_HEADER = b"mcp-session-id"
-# A client at its cap that opens another connection ends its own least recently used one not in
+# A client at its cap that opens another session ends its own least recently used one not in
 # use, if idle this long: many clients never end theirs (HTTP DELETE), and were locked out until
-# their connections expired. One idle for less may be about to start its episode.
+# their sessions expired. One idle for less may be about to start its episode.
 REPLACEABLE_AFTER_S = 2.0
 UNKNOWN_SESSION = b"-"  # no session the SDK makes has this id (it makes hex ones)
 # The SDK answers requests by id: a second request with the id of one still running took its
 # answer and left the first without one.
-ID_RUNNING = "a request with this id is still running on this connection: give each its own id"
+ID_RUNNING = "a request with this id is still running in this session: give each its own id"
 
 
 @dataclass
-class _Connection:
+class _Session:
     client: str
     last_active: float
     in_flight: int = 0
     running: set[str] = field(default_factory=set)  # the ids of its requests in flight
 
 
-class ConnectionGuard:
-    """Wraps the MCP HTTP app. `in_use(session_id)` tells a connection that must not be ended
+class SessionGuard:
+    """Wraps the MCP HTTP app. `in_use(session_id)` tells a session that must not be ended
     early (in episode mode: one holding an episode)."""
 
     def __init__(
@@ -69,10 +69,10 @@ class ConnectionGuard:
         self.idle_s = idle_s
         self.path = path
         self.clock = clock
-        self._connections: dict[str, _Connection] = {}
+        self._sessions: dict[str, _Session] = {}
 
-    def open_connections(self, client: str) -> int:
-        return sum(connection.client == client for connection in self._connections.values())
+    def open_sessions(self, client: str) -> int:
+        return sum(session.client == client for session in self._sessions.values())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -102,40 +102,40 @@ class ConnectionGuard:
         if session_id is None:
             await self._open(scope, receive, send)
             return
-        connection = self._connections.get(session_id)
-        if connection is not None and connection.client != asgi.client_of(scope):
+        session = self._sessions.get(session_id)
+        if session is not None and session.client != asgi.client_of(scope):
             # A session id is no bearer capability: from another client it is unknown, answered
             # by the SDK as any id it does not know.
             scope = {**scope, "headers": _without_session(scope["headers"])}
             scope["headers"].append((SESSION_HEADER, UNKNOWN_SESSION))
-            connection = None
-        if connection is None:  # unknown or ended: the SDK answers 404
+            session = None
+        if session is None:  # unknown or ended: the SDK answers 404
             await self.app(scope, receive, send)
             return
-        if request_id in connection.running:
+        if request_id in session.running:
             await asgi.respond_json(
                 send, 400, asgi.rpc_error(None, asgi.INVALID_REQUEST, ID_RUNNING)
             )
             return
         if request_id is not None:
-            connection.running.add(request_id)
-        connection.in_flight += 1
+            session.running.add(request_id)
+        session.in_flight += 1
         try:
             await self.app(scope, receive, send)
         finally:
-            connection.in_flight -= 1
-            connection.running.discard(request_id)
-            connection.last_active = self.clock()
+            session.in_flight -= 1
+            session.running.discard(request_id)
+            session.last_active = self.clock()
             if scope["method"] == "DELETE":
-                self._connections.pop(session_id, None)
+                self._sessions.pop(session_id, None)
 
     async def _open(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """A request without a session id: the one that opens a connection."""
+        """A request without a session id: the one that opens a session."""
         client = asgi.client_of(scope)
         await self.sweep()
-        if self.open_connections(client) >= self.per_client and not await self._replace(client):
+        if self.open_sessions(client) >= self.per_client and not await self._replace(client):
             message = (
-                f"this client has {self.per_client} MCP connections open, as many as one "
+                f"this client has {self.per_client} MCP sessions open, as many as one "
                 "client may; end one (HTTP DELETE, which MCP clients send when they close) or "
                 "let an idle one expire"
             )
@@ -148,21 +148,21 @@ class ConnectionGuard:
                 for key, value in message.get("headers", ()):
                     if key == SESSION_HEADER:
                         session_id = value.decode("latin-1")
-                        self._connections[session_id] = _Connection(client, self.clock())
+                        self._sessions[session_id] = _Session(client, self.clock())
             await send(message)
 
         await self.app(scope, receive, learn)
 
     async def _replace(self, client: str) -> bool:
-        """End the client's least recently used connection not in use, if one has been idle
+        """End the client's least recently used session not in use, if one has been idle
         for `REPLACEABLE_AFTER_S`; False if none has."""
         now = self.clock()
         replaceable = [
-            (connection.last_active, session_id)
-            for session_id, connection in self._connections.items()
-            if connection.client == client
-            and not connection.in_flight
-            and now - connection.last_active >= REPLACEABLE_AFTER_S
+            (session.last_active, session_id)
+            for session_id, session in self._sessions.items()
+            if session.client == client
+            and not session.in_flight
+            and now - session.last_active >= REPLACEABLE_AFTER_S
             and not self.in_use(session_id)
         ]
         if not replaceable:
@@ -171,21 +171,21 @@ class ConnectionGuard:
         return True
 
     async def _end(self, session_id: str) -> None:
-        self._connections.pop(session_id, None)
+        self._sessions.pop(session_id, None)
         headers = [(b"host", b"localhost:0"), (SESSION_HEADER, session_id.encode())]
         await asgi.send_internal_request(self.app, "DELETE", self.path, headers)
 
     async def sweep(self) -> int:
-        """End the idle connections not in use, forget the ones the SDK ended; returns how
+        """End the idle sessions not in use, forget the ones the SDK ended; returns how
         many were ended."""
         now = self.clock()
         ended = 0
-        for session_id, connection in list(self._connections.items()):
-            if connection.in_flight:
+        for session_id, session in list(self._sessions.items()):
+            if session.in_flight:
                 continue
-            idle = now - connection.last_active
+            idle = now - session.last_active
             if idle > self.idle_s:
-                self._connections.pop(session_id, None)  # the SDK has ended it
+                self._sessions.pop(session_id, None)  # the SDK has ended it
             elif idle > self.idle_unused_s and not self.in_use(session_id):
                 await self._end(session_id)
                 ended += 1

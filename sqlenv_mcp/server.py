@@ -19,10 +19,11 @@ from env_core.manager import EpisodeManager
 from env_core.settings import Settings
 from env_core.tools import ToolSpec
 from serving.garbage_collection import tune_for_serving
+from serving.health import HEALTH_PATH, health_status
 from sqlenv_mcp import assessment as assessments
 from sqlenv_mcp import episodes, explorer
 from sqlenv_mcp.agent_tools import AgentToolServer
-from sqlenv_mcp.guard import ConnectionGuard
+from sqlenv_mcp.guard import SessionGuard
 
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 
@@ -34,8 +35,8 @@ def with_default_ports(hosts: list[str]) -> list[str]:
     return [*hosts, *(host.removesuffix(":*") for host in hosts if host.endswith(":*"))]
 
 
-# Connections of all clients together; one client's are capped by the settings.
-MAX_CONNECTIONS = 10_000
+# Sessions of all clients together; one client's are capped by the settings.
+MAX_SESSIONS = 10_000
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ STATUS_ONLY = "sqlenv.status_only"
 # What a browser (or curl) pointed at the server's address is told.
 FRONT_TEXT = (
     "sqlenv: an SQL-exploration environment served over MCP. Point an MCP client at /mcp "
-    "(streamable HTTP); GET /healthz reports the server's health.\n"
+    "(streamable HTTP); GET /health reports the server's health.\n"
 )
 
 
@@ -87,11 +88,11 @@ def _new_server(
         streamable_http_path="/mcp",
         # A call is answered with one JSON body rather than a server-sent event stream: no tool
         # streams progress, and the stream costs a third of the server's time per call
-        # (docs/profiles.md). Connections stay stateful (Mcp-Session-Id), each with its episodes.
+        # (docs/profiles.md). Sessions stay stateful (Mcp-Session-Id), each with its episodes.
         json_response=True,
-        # A connection holding an episode lives as long as the episode may stay idle.
+        # A session holding an episode lives as long as the episode may stay idle.
         session_idle_timeout=http.settings.idle_ttl_s,
-        max_sessions=MAX_CONNECTIONS,
+        max_sessions=MAX_SESSIONS,
         transport_security=security,
     )
 
@@ -104,16 +105,17 @@ def _new_server(
         refused = await host_check.validate_request(request)
         return refused or PlainTextResponse(FRONT_TEXT)
 
-    @server.custom_route("/healthz", methods=["GET"])
-    async def healthz(request: Request) -> JSONResponse:
+    @server.custom_route(HEALTH_PATH, methods=["GET"])
+    async def health_check(request: Request) -> JSONResponse:
         refused = await host_check.validate_request(request)
         if refused:
             return refused
         reason = unavailable()
-        body = {"status": "ok" if reason is None else "unavailable"}
+        status, code = health_status(reason)
+        body = {"status": status}
         if not request.scope.get(STATUS_ONLY):
             body |= health() if reason is None else {**health(), "detail": reason}
-        return JSONResponse(body, status_code=200 if reason is None else 503)
+        return JSONResponse(body, status_code=code)
 
     return server
 
@@ -122,17 +124,17 @@ def build_episode_server(
     manager: EpisodeManager,
     http: HttpSettings | None = None,
     output_schemas: bool = True,
-    connections: episodes.Connections | None = None,
+    sessions: episodes.Sessions | None = None,
 ) -> FastMCP:
-    connections = connections or episodes.Connections(manager)
+    sessions = sessions or episodes.Sessions(manager)
     server = _new_server(
         episodes.INSTRUCTIONS,
         http or HttpSettings(),
         lambda: {"episodes": asdict(manager.stats())},
         manager.sandbox.unavailable,
-        connections.lifespan(),
+        sessions.lifespan(),
     )
-    episodes.register_episode_tools(server, connections, output_schemas)
+    episodes.register_episode_tools(server, sessions, output_schemas)
 
     @server.resource(
         "sqlenv://databases",
@@ -213,7 +215,7 @@ def build_explorer_server(
 
 
 class BearerAuth:
-    """Require `Authorization: Bearer <token>` on every path but the `public` ones. /healthz
+    """Require `Authorization: Bearer <token>` on every path but the `public` ones. /health
     without it answers the status alone (for load balancers and container health checks),
     nothing more."""
 
@@ -226,7 +228,7 @@ class BearerAuth:
         if scope["type"] == "http" and scope["path"] not in self.public:
             given = dict(scope["headers"]).get(b"authorization", b"")
             if not hmac.compare_digest(given, self.expected):
-                if scope["path"] == "/healthz":
+                if scope["path"] == HEALTH_PATH:
                     await self.app({**scope, STATUS_ONLY: True}, receive, send)
                     return
                 response = PlainTextResponse(
@@ -259,17 +261,17 @@ def http_app(
     in_use: Callable[[str], bool] = lambda _session_id: True,
     seats: assessments.Seats | None = None,
 ) -> ASGIApp:
-    """The streamable-HTTP application, its connections guarded (see `sqlenv_mcp.guard`):
-    `in_use(session_id)` tells a connection that must not be ended early. In assessment
-    mode (`seats`), connections are opened at a seat's address (see `SeatRouter`). The
+    """The streamable-HTTP application, its sessions guarded (see `sqlenv_mcp.guard`):
+    `in_use(session_id)` tells a session that must not be ended early. In assessment
+    mode (`seats`), sessions are opened at a seat's address (see `SeatRouter`). The
     process serves from here on: its garbage collector and the SDK's log are set for that."""
     tune_for_serving()
     logging.getLogger("mcp.server.streamable_http").addFilter(CLOSED_STREAMS)
-    app = ConnectionGuard(
+    app = SessionGuard(
         server.streamable_http_app(),
         in_use,
-        per_client=http.settings.max_connections_per_client,
-        idle_unused_s=http.settings.idle_connection_timeout_s,
+        per_client=http.settings.max_sessions_per_client,
+        idle_unused_s=http.settings.idle_session_timeout_s,
         idle_s=http.settings.idle_ttl_s,
     )
     if seats is not None:

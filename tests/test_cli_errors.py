@@ -48,6 +48,19 @@ def cases(tmp: Path, busy_port: int, dead_url: str) -> dict[str, Case]:
         "mcp no steps": Case([*mcp, "--max-steps", "0"], "0 is out of range"),
         "mcp bad log level": Case([*mcp, "--log-level", "loud"], "invalid choice: 'loud'"),
         "mcp bad variable": Case(mcp, "SQLENV_MAX_STEPS: 'x' is not", {"SQLENV_MAX_STEPS": "x"}),
+        "mcp renamed flag": Case(
+            [*mcp, "--max-connections-per-client", "3"],
+            "--max-connections-per-client is now --max-sessions-per-client",
+        ),
+        "assess renamed flag": Case(
+            [*sqlenv, "assess", "--participant", "http://127.0.0.1:9/"],
+            "--participant is now --agent",
+        ),
+        "openenv renamed variable": Case(
+            openenv,
+            "SQLENV_IDLE_CONNECTION_TIMEOUT is now SQLENV_IDLE_SESSION_TIMEOUT: rename it",
+            {"SQLENV_IDLE_CONNECTION_TIMEOUT": "60"},
+        ),
         "mcp db and data dir": Case(
             [*mcp, "--db", str(a_file), "--data-dir", missing], "--db serves your own files"
         ),

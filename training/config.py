@@ -2,10 +2,10 @@
 
 A file has four tables: `[model]` (`name_or_path`; without it, `tiny = true` builds a tiny model
 locally), `[data]` (which questions: `limit`, `seed`, `max_chars`), `[env]` (the environment's
-settings, named as in `env_core.settings`: `data_dir`, `split`, `max_steps`, `reward_profile`,
-...; unset ones come from the `SQLENV_*` variables, else their defaults) and `[trainer]`, passed
-as is to TRL's `SFTConfig` or `GRPOConfig`. Relative paths are resolved against the current
-directory, as every path on a command line is.
+settings, named as in `env_core.settings`: `data_dir`, `split`, `reward_profile`, ..., but for
+the step budget, `step_budget`; unset ones come from the `SQLENV_*` variables, else their
+defaults) and `[trainer]`, passed as is to TRL's `SFTConfig` or `GRPOConfig`. Relative paths
+are resolved against the current directory, as every path on a command line is.
 """
 
 from __future__ import annotations
@@ -19,6 +19,9 @@ from env_core.settings import Settings
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 TABLES = ("model", "data", "env", "trainer")
+# [env]'s names of the settings it does not name by field: [trainer]'s `max_steps` is TRL's, a
+# count of optimiser steps, so an episode's step budget is named otherwise beside it.
+ENV_NAMES = {"step_budget": "max_steps"}
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ def load_config(path: str | Path) -> RunConfig:
         config = RunConfig(
             **tables.get("model", {}),
             **tables.get("data", {}),
-            settings=Settings.from_mapping(tables.get("env", {}), f"{path} [env]"),
+            settings=env_settings(tables.get("env", {}), f"{path} [env]"),
             trainer=tables["trainer"],
         )
     except TypeError as error:  # an unknown key in [model] or [data]
@@ -58,6 +61,15 @@ def load_config(path: str | Path) -> RunConfig:
     if config.name_or_path is None and not config.tiny:
         raise ValueError(f"{path}: [model] needs name_or_path, or tiny = true")
     return config
+
+
+def env_settings(values: dict[str, Any], where: str) -> Settings:
+    if "max_steps" in values:
+        raise ValueError(
+            f"{where}: max_steps is now step_budget, the tool calls of one episode "
+            "([trainer] max_steps counts optimiser steps): rename it"
+        )
+    return Settings.from_mapping(values, where, ENV_NAMES)
 
 
 def tiny_config(stage: str) -> Path:

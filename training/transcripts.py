@@ -64,7 +64,7 @@ def oracle_transcript(environment: SQLEnvTRL, question: Question) -> list[Messag
         return episode.history[-1].result
 
     drive(
-        oracle_calls(question, episode.budget_left),
+        oracle_calls(question, episode.budget_left, episode.executor.limits.max_rows),
         call_through_the_environment,
         episode.budget_left,
     )

@@ -1,8 +1,8 @@
 """Fair use of the OpenEnv server, in front of OpenEnv's own application.
 
 - Request bodies are limited (413) before any of them is parsed.
-- One client (remote address) holds at most `per_client` connections: WebSockets, and OpenEnv
-  sessions created over HTTP (`openenv/session/create` on `POST /mcp`).
+- One client (remote address) holds at most `per_client` sessions: WebSocket sessions, and
+  OpenEnv sessions created over HTTP (`openenv/session/create` on `POST /mcp`).
 - A session created over HTTP holds no capacity for long unless a WebSocket attaches to it
   (`/ws?session_id=...`): once idle for `idle_unattached_s` it is closed with the request a
   client sends to close it (`openenv/session/close`).
@@ -80,7 +80,7 @@ class RequestGuard:
         self._sockets: Counter[str] = Counter()
         self._sessions: dict[str, _Session] = {}  # created over HTTP
 
-    def connections(self, client: str) -> int:
+    def sessions(self, client: str) -> int:
         unattached = sum(s.client == client and not s.attached for s in self._sessions.values())
         return self._sockets[client] + unattached
 
@@ -155,7 +155,7 @@ class RequestGuard:
     async def _create(self, scope: Scope, receive: Receive, send: Send, request_id: object) -> None:
         client = asgi.client_of(scope)
         await self.sweep()
-        if self.connections(client) >= self.per_client:
+        if self.sessions(client) >= self.per_client:
             refusal = asgi.rpc_error(request_id, asgi.SERVER_ERROR, self._over_limit_message())
             await asgi.respond_json(send, 200, refusal)
             return
@@ -198,7 +198,7 @@ class RequestGuard:
 
     async def _socket(self, scope: Scope, receive: Receive, send: Send) -> None:
         client = asgi.client_of(scope)
-        if self.connections(client) >= self.per_client:
+        if self.sessions(client) >= self.per_client:
             await _refuse_socket(receive, send, self._over_limit_message(), "CAPACITY_REACHED")
             return
         attached = None
@@ -229,7 +229,7 @@ class RequestGuard:
 
     def _over_limit_message(self) -> str:
         return (
-            f"this client has {self.per_client} connections open, as many as one client may; "
+            f"this client has {self.per_client} sessions open, as many as one client may; "
             "close one (or let an idle session expire) before opening another"
         )
 

@@ -26,7 +26,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from openenv.core.env_server.http_server import create_app
 from openenv.core.env_server.mcp_types import CallToolAction, CallToolObservation
-from openenv.core.env_server.types import ConcurrencyConfig, HealthResponse, HealthStatus
+from openenv.core.env_server.types import ConcurrencyConfig, HealthResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from doors.openenv.echoes import brief_detail, brief_errors
@@ -38,6 +38,7 @@ from doors.openenv.web import PageRequests, build_play_ui, own_fonts
 from env_core.factory import open_manager
 from env_core.settings import Settings
 from serving.garbage_collection import tune_for_serving
+from serving.health import HEALTH_PATH, health_status
 from serving.http_protocol import serve as serve_http
 from serving.parent_watch import stop_with_parent
 
@@ -118,8 +119,8 @@ def build_app(settings: Settings) -> FastAPI:
     app.add_middleware(
         RequestGuard,
         max_body_bytes=MAX_MESSAGE_BYTES,
-        per_client=settings.max_connections_per_client,
-        idle_unattached_s=settings.idle_connection_timeout_s,
+        per_client=settings.max_sessions_per_client,
+        idle_unattached_s=settings.idle_session_timeout_s,
     )
     app.router.on_shutdown.append(manager.shutdown)
     return app
@@ -129,10 +130,10 @@ def serve_health(app: FastAPI, unavailable: Callable[[], str | None]) -> None:
     """OpenEnv's `/health`, which is always healthy, replaced by one that is not while the
     server cannot serve (its SQL workers cannot start, say; see `Sandbox.unavailable`), so that
     a load balancer or an orchestrator takes it out of service until it can."""
-    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != "/health"]
+    app.router.routes[:] = [r for r in app.router.routes if getattr(r, "path", None) != HEALTH_PATH]
 
     @app.get(
-        "/health",
+        HEALTH_PATH,
         response_model=HealthResponse,
         tags=["Health"],
         summary="Health check",
@@ -141,10 +142,9 @@ def serve_health(app: FastAPI, unavailable: Callable[[], str | None]) -> None:
     )
     def health() -> Response:
         reason = unavailable()
-        if reason is None:
-            return JSONResponse({"status": HealthStatus.HEALTHY.value})
-        body = {"status": HealthStatus.UNHEALTHY.value, "detail": reason}
-        return JSONResponse(body, status_code=503)
+        status, code = health_status(reason)
+        body = {"status": status} if reason is None else {"status": status, "detail": reason}
+        return JSONResponse(body, status_code=code)
 
 
 def web_enabled() -> bool:

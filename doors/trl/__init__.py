@@ -1,4 +1,4 @@
-"""The TRL door: an `environment_factory` class for `GRPOTrainer` over the engine's sessions."""
+"""The TRL door: an `environment_factory` class for `GRPOTrainer` over the episode manager."""
 
 from doors.trl.environment import (
     SQLEnvTRL,

@@ -8,7 +8,7 @@ Hugging Face Space, replicas behind a balancer) instead of in the trainer's proc
 
 Each instance, one rollout, holds one WebSocket session through the typed client, so the server
 must allow as many sessions as rollouts run at once, from one client address
-(`SQLENV_MAX_EPISODES`, `SQLENV_MAX_CONNECTIONS_PER_CLIENT`, `SQLENV_MAX_EPISODES_PER_CLIENT`).
+(`SQLENV_MAX_EPISODES`, `SQLENV_MAX_SESSIONS_PER_CLIENT`, `SQLENV_MAX_EPISODES_PER_CLIENT`).
 The tools, their descriptions and their texts are `SQLEnvTRL`'s, for a server with the default
 row limits; the server's rewards must be the shaped or the sparse profile (`REMOTE_PROFILES`).
 An instance dropped without being closed closes its connection when garbage-collected. A reset

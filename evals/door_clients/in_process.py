@@ -10,23 +10,23 @@ from env_core.factory import open_manager
 from evals.door_clients.spec import DoorSpec
 
 
-class InProcessDoor:
+class InProcessClient:
     def __init__(self, spec: DoorSpec) -> None:
         self.spec = spec
-        self.sessions = open_manager(spec.settings)
-        self.catalog = self.sessions.catalog
+        self.manager = open_manager(spec.settings)
+        self.catalog = self.manager.catalog
 
     def start(self, question_id: str) -> EpisodeStart:
-        return self.sessions.create(question_id=question_id).start
+        return self.manager.create(question_id=question_id).start
 
     def step(self, episode_id: str, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
-        return self.sessions.step(episode_id, tool, arguments)
+        return self.manager.step(episode_id, tool, arguments)
 
     def end(self, episode_id: str) -> None:
-        self.sessions.close(episode_id)
+        self.manager.close(episode_id)
 
     def worker_spec(self) -> DoorSpec:
         return self.spec
 
     def close(self) -> None:
-        self.sessions.shutdown()
+        self.manager.shutdown()

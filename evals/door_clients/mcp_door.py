@@ -45,7 +45,7 @@ DEFAULT_REPLY_S = 120.0
 log = logging.getLogger(__name__)
 
 
-class MCPConnection:
+class MCPSession:
     """One MCP client session, driven synchronously through a blocking portal; `transport`
     makes the client transport (it runs in the portal's event loop)."""
 
@@ -114,7 +114,7 @@ class MCPConnection:
         self._portal_manager.__exit__(None, None, None)
 
 
-class MCPDoor:
+class MCPDoorClient:
     def __init__(self, spec: DoorSpec) -> None:
         self.spec = spec
         self.catalog = spec.load_catalog()
@@ -122,9 +122,9 @@ class MCPDoor:
         try:
             transport, where = self._transport()
             reply_s = spec.settings.query_timeout_s + REPLY_MARGIN_S
-            self._connection = MCPConnection(transport, where, reply_s)
+            self._session = MCPSession(transport, where, reply_s)
             if spec.url is not None:
-                served = json.loads(self._connection.read(DATABASES)).get("catalog", {})
+                served = json.loads(self._session.read(DATABASES)).get("catalog", {})
                 check_same_catalog(spec.url, served, self.catalog, spec.settings.split)
                 check_same_episodes(spec.url, served, spec.settings)
         except BaseException:
@@ -140,32 +140,32 @@ class MCPDoor:
             return (lambda: stdio_client(params, errlog=sys.stderr)), "over stdio"
         url = self.spec.url
         if url is not None:
-            check_reachable(url, "MCP server", "/healthz")
+            check_reachable(url, "MCP server", "/health")
         else:
             command = [sys.executable, "-m", "sqlenv_mcp", "--transport", "http"]
             command += [*SERVER_FLAGS, *self.spec.server_arguments()]
-            self._server = LocalServer(command, "/healthz")
+            self._server = LocalServer(command, "/health")
             url = self._server.url
         return (lambda: streamable_http_client(f"{url}/mcp")), url
 
     def start(self, question_id: str) -> EpisodeStart:
-        return episode_start(self._connection.call("start_episode", {"question_id": question_id}))
+        return episode_start(self._session.call("start_episode", {"question_id": question_id}))
 
     def step(self, episode_id: str, tool: str, arguments: Mapping[str, Any]) -> ToolResult:
-        result = self._connection.call(tool, {**arguments, "episode_id": episode_id})
+        result = self._session.call(tool, {**arguments, "episode_id": episode_id})
         return tool_result(tool, result)
 
     def end(self, episode_id: str) -> None:
-        self._connection.call("end_episode", {"episode_id": episode_id})
+        self._session.call("end_episode", {"episode_id": episode_id})
 
     def worker_spec(self) -> DoorSpec:
         return self.spec.at(self._server.url) if self._server else self.spec
 
     def close(self) -> None:
-        """Close the connection and stop the server this door started."""
-        connection = getattr(self, "_connection", None)
-        if connection is not None:
-            connection.close()
+        """Close the session and stop the server this client started."""
+        session = getattr(self, "_session", None)
+        if session is not None:
+            session.close()
         if self._server is not None:
             self._server.stop()
             self._server = None

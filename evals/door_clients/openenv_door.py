@@ -24,7 +24,7 @@ from serving.local_server import LocalServer, check_reachable
 from serving.server_reads import get_json
 
 
-class OpenEnvDoor:
+class OpenEnvDoorClient:
     def __init__(self, spec: DoorSpec) -> None:
         self.spec = spec
         self.catalog = spec.load_catalog()

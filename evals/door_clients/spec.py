@@ -72,8 +72,8 @@ def check_same_episodes(url: str, served: dict[str, Any], settings: Settings) ->
         )
 
 
-class Door(Protocol):
-    """A way to the environment. `start` raises the engine's error (an `SQLEnvError`) when the
+class DoorClient(Protocol):
+    """A client of a door. `start` raises the engine's error (an `SQLEnvError`) when the
     episode cannot start; `step` returns the engine's result, a refusal included."""
 
     catalog: Catalog

@@ -55,16 +55,16 @@ from serving.asgi import App, Receive, Scope, Send
 
 # The protocol versions an agent serves, newest first, all on its one JSON-RPC endpoint.
 PROTOCOL_VERSIONS = ("1.0", "0.3")
-# A participant plays a whole episode before it replies.
+# An assessed agent plays a whole episode before it replies.
 REPLY_TIMEOUT_S = 3600.0
-# An agent card is a few kilobytes. Whoever names a participant chooses what its address
+# An agent card is a few kilobytes. Whoever names an assessed agent chooses what its address
 # answers: the card is read within these bounds, not whole however large or slow.
 MAX_CARD_BYTES = 256 << 10
 CARD_TIMEOUT_S = 10.0
-# A participant's reply to one episode is a few sentences: each answer it sends (a reply, a
+# An assessed agent's reply to one episode is a few sentences: each answer it sends (a reply, a
 # whole event stream) is read within this bound, not whole however large.
 MAX_REPLY_BYTES = 1 << 20
-# How long a participant has to take a `tasks/cancel` for its task, once its episode is over.
+# How long an assessed agent has to take a `tasks/cancel` for its task, once its episode is over.
 CANCEL_TIMEOUT_S = 10.0
 # A message to an agent is a few kilobytes: an assessment request, an episode's brief, a reply.
 MAX_REQUEST_BYTES = 1 << 20

@@ -1,5 +1,5 @@
-"""`sqlenv assess`: ask a green agent for an assessment of a participant, show its progress as
-it comes and print its result. Either agent may be one of ours started here, on a free
+"""`sqlenv assess`: ask a green agent for an assessment of an agent, show its progress as it
+comes and print its result. Either agent may be one of ours started here, on a free
 127.0.0.1 port, for the time of the assessment."""
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ def run_assess(args: argparse.Namespace) -> int:
     settings = Settings.from_arguments(args)
     with ExitStack() as started:
         green = args.green or start(started, "green", settings.arguments(("data", "episodes")))
-        participant = args.participant or start(
+        assessed = args.agent or start(
             started, "purple", ["--policy", args.policy, *settings.arguments(("data",))]
         )
-        request = assessment_request(args, participant)
-        print(f"sqlenv assess: asking {green} to assess {participant}", file=sys.stderr)
+        request = assessment_request(args, assessed)
+        print(f"sqlenv assess: asking {green} to assess {assessed}", file=sys.stderr)
         final = asyncio.run(assess(green, request, os.environ.get(args.token_env)))
     if final.status.state != TaskState.TASK_STATE_COMPLETED:
         print(f"sqlenv assess: the assessment {a2a.state_name(final)}: ", end="", file=sys.stderr)
@@ -57,7 +57,7 @@ def start(started: ExitStack, agent: str, arguments: list[str]) -> str:
     return server.url + "/"
 
 
-def assessment_request(args: argparse.Namespace, participant: str) -> dict[str, Any]:
+def assessment_request(args: argparse.Namespace, assessed: str) -> dict[str, Any]:
     config: dict[str, Any] = {"episodes": args.episodes, "seed": args.seed}
     if args.split is not None:
         config["split"] = args.split
@@ -65,7 +65,7 @@ def assessment_request(args: argparse.Namespace, participant: str) -> dict[str, 
         config["max_steps"] = args.max_steps
     if args.episode_timeout is not None:
         config["episode_timeout_s"] = args.episode_timeout
-    return {"participants": {"agent": participant}, "config": config}
+    return {"participants": {"agent": assessed}, "config": config}
 
 
 async def assess(green_url: str, request: dict[str, Any], token: str | None) -> Task:

@@ -1,12 +1,12 @@
-"""Running one assessment: plan the episodes, assign each to the participant, score it through
+"""Running one assessment: plan the episodes, assign each to the assessed agent, score it through
 the engine.
 
 The plan is `sqlenv eval`'s (`evals.plan`) for the same seed and count, limited to one pass
 over the questions so each is attempted once; each episode's record is built from the engine's
 own history of the episode (`evals.play.record_of`), so the summary is the one `sqlenv eval`
-gives for the same policy. What the participant says is logged, never scored.
+gives for the same policy. What the assessed agent says is logged, never scored.
 
-A participant must not try answers to its question anywhere else while it is assessed on it.
+An assessed agent must not try answers to its question anywhere else while it is assessed on it.
 It is sent what it needs to play one episode, never the seed or the rest of the plan, so the
 question it knows is the one in play: a question is held while an episode plays it, a request
 whose plan has a question in play is refused, and an assessment whose next question another
@@ -43,7 +43,7 @@ from evals.run_folder import RunFolder
 from sqlenv_mcp.assessment import Assessment, Seat, Seats
 
 log = logging.getLogger(__name__)
-# What the log keeps of a participant's own words, which may be of any length.
+# What the log keeps of an assessed agent's own words, which may be of any length.
 MAX_LOGGED_CHARS = 300
 # An assessment's episodes times their timeout: four days, which every question of Spider's dev
 # set (1,034) at the default timeout fits in, and 896 questions at an hour each (37 days) not.
@@ -52,7 +52,7 @@ MAX_ASSESSMENT_S = 96 * 3600
 
 @dataclass(frozen=True)
 class EpisodeBrief:
-    """What the participant is sent for one episode: the question and where its tools are,
+    """What the assessed agent is sent for one episode: the question and where its tools are,
     nothing more (not the question's id, the seed or the rest of the plan)."""
 
     question: str
@@ -75,8 +75,8 @@ class EpisodeBrief:
         return {**asdict(self), "tables": list(self.tables)}
 
 
-# Sends the participant one episode's brief; returns its reply.
-Participant = Callable[[EpisodeBrief], Awaitable[str]]
+# Sends the assessed agent one episode's brief; returns its reply.
+AssessedAgent = Callable[[EpisodeBrief], Awaitable[str]]
 Progress = Callable[[str], Awaitable[None]]
 
 IN_PLAY = (
@@ -248,12 +248,12 @@ class Assessor:
     async def run(
         self,
         plan: Plan,
-        participant: Participant,
+        agent: AssessedAgent,
         name: str,
         progress: Progress,
         folder: RunFolder | None = None,
     ) -> AssessmentResult:
-        """Play the plan with the participant (called `name` in the records), each question
+        """Play the plan with the assessed agent (called `name` in the records), each question
         held while its episode plays; each record is appended to `folder` as it is made."""
         manager = EpisodeManager(plan.catalog, plan.settings, sandbox=self._sandbox)
         assessment = Assessment(manager, self.seats)
@@ -266,7 +266,7 @@ class Assessor:
                 async with self._in_play.playing(task.question_id):
                     seat = assessment.assign(task.question_id)
                     try:
-                        record = await self._episode(plan, task, seat, participant, name)
+                        record = await self._episode(plan, task, seat, agent, name)
                     finally:
                         assessment.release(seat)
                 records.append(record)
@@ -295,22 +295,20 @@ class Assessor:
         )
 
     async def _episode(
-        self, plan: Plan, task: EpisodeTask, seat: Seat, participant: Participant, name: str
+        self, plan: Plan, task: EpisodeTask, seat: Seat, agent: AssessedAgent, name: str
     ) -> EpisodeRecord:
         start = seat.episode().start
         mcp_url = f"{self.base_url}/assess/{seat.token}/mcp"
         brief = EpisodeBrief(start.question, start.db_id, start.tables, start.budget, mcp_url)
         notes = {}
         try:
-            reply = await asyncio.wait_for(
-                participant(brief), plan.request.config.episode_timeout_s
-            )
-            log.info("participant on %s: %s", task.question_id, reply[:200])
+            reply = await asyncio.wait_for(agent(brief), plan.request.config.episode_timeout_s)
+            log.info("assessed agent on %s: %s", task.question_id, reply[:200])
         except TimeoutError:
             notes["participant_timeouts"] = 1
-        except Exception as error:  # the participant failed: its episode is scored as it stands
+        except Exception as error:  # the assessed agent failed: its episode is scored as it stands
             reason = shortened(str(error), MAX_LOGGED_CHARS)
-            log.warning("participant failed on %s: %s", task.question_id, reason)
+            log.warning("assessed agent failed on %s: %s", task.question_id, reason)
             notes["participant_errors"] = 1
         episode = seat.episode()
         calls = [(step.arguments, step.result) for step in episode.history]

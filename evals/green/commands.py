@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from env_core.command_line import RenamedFlag
 from env_core.extras import require_extra
 from env_core.settings import ASSESSMENT_GROUP, GROUPS, Settings, add_arguments, argument_type
 from evals.cli import POLICIES, add_llm_arguments, build_policy, episode_count
@@ -23,7 +24,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="serve the green agent: SQL-exploration assessments over A2A",
         description="Serve an A2A agent that assesses other agents: send it "
         '{"participants": {"agent": "<A2A URL>"}, "config": {"episodes": N, "seed": S, '
-        '"split": NAME, "max_steps": N}} and it plays each episode with the participant '
+        '"split": NAME, "max_steps": N}} and it plays each episode with the assessed agent '
         f"through assigned MCP tools, scores it with the engine and returns the records and "
         f"summary ({A2A_PROTOCOL}).",
     )
@@ -41,7 +42,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     purple = commands.add_parser(
         "purple",
-        help="serve a reference participant for assessments over A2A",
+        help="serve a reference assessed agent (a purple agent) for assessments over A2A",
         description="Serve an A2A agent that plays each episode a green agent sends it through "
         f"the episode's MCP tools, with a policy ({A2A_PROTOCOL}).",
     )
@@ -79,10 +80,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 def register_assess(commands: argparse._SubParsersAction) -> None:
     assess = commands.add_parser(
         "assess",
-        help="run an assessment: ask a green agent to assess a participant, print the result",
+        help="run an assessment: ask a green agent to assess an agent, print the result",
         description="Ask a green agent (--green URL, or one started here on a free port) for an "
-        "assessment of a participant (--participant URL, or --policy: our reference participant "
-        "started here), show its progress as it comes and print its summary. Exit status 1 "
+        "assessment of an agent (--agent URL, or --policy: our reference agent started here), "
+        "show its progress as it comes and print its summary. Exit status 1 "
         f"when the assessment did not complete ({A2A_PROTOCOL}).",
     )
     add_assess_arguments(assess)
@@ -100,12 +101,13 @@ def run_assess(args: argparse.Namespace) -> int:
 def add_assess_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--green", metavar="URL", help="a running green agent (default: start one)")
     who = parser.add_mutually_exclusive_group(required=True)
-    who.add_argument("--participant", metavar="URL", help="the A2A agent to assess")
+    who.add_argument("--agent", metavar="URL", help="the A2A agent to assess")
     who.add_argument(
         "--policy",
         choices=("oracle", "random"),
-        help="assess our reference participant with this policy, started here",
+        help="assess our reference agent (sqlenv purple) with this policy, started here",
     )
+    parser.add_argument("--participant", action=RenamedFlag, new="--agent")
     parser.add_argument("--episodes", default=5, type=episode_count, help="'all' or N (5)")
     parser.add_argument("--seed", type=int, default=0, help="the episode plan's seed (0)")
     parser.add_argument(

@@ -91,26 +91,26 @@ class GreenExecutor(AgentExecutor):
     async def _assess(
         self, plan: Plan, updater: TaskUpdater, said: Callable[[str], Message]
     ) -> None:
-        participant_url = plan.request.participant
-        logged_url = wire.without_credentials(participant_url)
+        agent_url = plan.request.assessed_agent
+        logged_url = wire.without_credentials(agent_url)
         await updater.start_work(said(f"assessing {logged_url}: {len(plan.tasks)} episodes"))
-        participant = a2a.RemoteAgent(participant_url)
-        # One conversation with the participant per assessment: its episodes are its messages.
+        agent = a2a.RemoteAgent(agent_url)
+        # One conversation with the assessed agent per assessment: its episodes are its messages.
         conversation = uuid.uuid4().hex
         runs_dir = self.assessor.settings.runs_dir
         folder = RunFolder(Path(runs_dir) / updater.task_id) if runs_dir else None
         try:
-            # Streamed, the participant's task is known from its start: it can be cancelled.
-            await participant.open(streaming=True)
+            # Streamed, the assessed agent's task is known from its start: it can be cancelled.
+            await agent.open(streaming=True)
 
             async def play(brief: EpisodeBrief) -> str:
                 sent = a2a.message(brief.text(), brief.data(), context_id=conversation)
-                return await participant.ask(sent)
+                return await agent.ask(sent)
 
             async def progress(line: str) -> None:
                 await updater.update_status(TaskState.TASK_STATE_WORKING, said(line))
 
-            name = participant.card.name
+            name = agent.card.name
             result = await self.assessor.run(plan, play, name, progress, folder)
         except ConnectionError as error:
             await updater.failed(said(str(error)))
@@ -120,7 +120,7 @@ class GreenExecutor(AgentExecutor):
             await updater.failed(said(FAILED))
             return
         finally:
-            await participant.close()
+            await agent.close()
         data = result.to_dict(self.assessor.settings.episode_detail)
         parts = [new_text_part(summary_text(result)), new_data_part(data)]
         await updater.add_artifact(parts, name="Result")

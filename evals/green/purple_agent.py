@@ -1,4 +1,4 @@
-"""`sqlenv purple`: a reference participant that plays each episode it is sent with a policy.
+"""`sqlenv purple`: a reference assessed agent that plays each episode it is sent with a policy.
 
 For each message it reads the episode's brief (a data part: see `EpisodeBrief`), connects to
 the episode's MCP tools over streamable HTTP and plays with the policy: an OpenAI-compatible
@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from env_core.calls import drive
 from env_core.catalog import Catalog, Question
-from evals.door_clients.mcp_door import MCPConnection, episode_start, tool_result
+from evals.door_clients.mcp_door import MCPSession, episode_start, tool_result
 from evals.green import a2a
 from evals.green.origins import AllowedOrigins, Origin
 from evals.plan import EpisodeTask
@@ -49,19 +49,19 @@ def known_questions(catalog: Catalog, split: str) -> Known:
 
 def play_at(mcp_url: str, policy: Policy, known: Known | None, rng: random.Random) -> str:
     """Play the episode whose tools are at `mcp_url`; a line on how it went."""
-    connection = MCPConnection(lambda: streamable_http_client(mcp_url), mcp_url)
+    session = MCPSession(lambda: streamable_http_client(mcp_url), mcp_url)
     try:
-        start = episode_start(connection.call("start_episode", {}))
+        start = episode_start(session.call("start_episode", {}))
         question = None if known is None else known.get((start.db_id, start.question))
         if known is not None and question is None:
             raise LookupError("the oracle's data has no such question")
         made = drive(
             policy.play(EpisodeContext(start, question, rng)),
-            lambda call: tool_result(call.tool, connection.call(call.tool, call.arguments)),
+            lambda call: tool_result(call.tool, session.call(call.tool, call.arguments)),
             max_calls=2 * start.budget,
         )
     finally:
-        connection.close()
+        session.close()
     last = made[-1][1] if made else None
     return f"played {len(made)} calls; last: {last.text.splitlines()[0] if last else 'none'}"
 
@@ -108,7 +108,7 @@ def purple_app(
 ):
     card = a2a.agent_card(
         f"sqlenv purple agent ({policy.name})",
-        "A reference participant for sqlenv assessments: plays each episode it is sent.",
+        "A reference agent for sqlenv assessments: plays each episode it is sent.",
         card_url,
         SKILL,
     )

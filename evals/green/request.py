@@ -12,8 +12,9 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, HttpUrl, ValidationError, field_validator
 
 from env_core.errors import listed, shown
+from env_core.settings import STEP_BUDGET_RANGE
 
-PARTICIPANT = "agent"
+AGENT_ROLE = "agent"
 SPLIT_NAME = r"^[A-Za-z0-9_.-]+$"  # a question file's name, as the data directory lists them
 MAX_REASONS = 5
 
@@ -28,7 +29,7 @@ class AssessmentConfig(BaseModel):
     episodes: int | Literal["all"] = "all"
     seed: int = 0
     split: Annotated[str, Field(min_length=1, max_length=100, pattern=SPLIT_NAME)] | None = None
-    max_steps: Annotated[int, Field(ge=1, le=1000)] | None = None
+    max_steps: Annotated[int, Field(ge=STEP_BUDGET_RANGE[0], le=STEP_BUDGET_RANGE[1])] | None = None
     episode_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 300.0
 
     # Numbers are JSON numbers: "1" is no more a count of episodes than "7" a seed.
@@ -56,8 +57,8 @@ class AssessmentRequest(BaseModel):
     config: AssessmentConfig = AssessmentConfig()
 
     @property
-    def participant(self) -> str:
-        return str(self.participants[PARTICIPANT])
+    def assessed_agent(self) -> str:
+        return str(self.participants[AGENT_ROLE])
 
 
 def parse_request(payload: str | dict) -> AssessmentRequest:
@@ -79,9 +80,9 @@ def parse_request(payload: str | dict) -> AssessmentRequest:
             for problem in error.errors(include_url=False)[:MAX_REASONS]
         )
         raise RequestError(f"invalid assessment request: {reasons}") from None
-    if set(request.participants) != {PARTICIPANT}:
+    if set(request.participants) != {AGENT_ROLE}:
         named = listed(request.participants) or "none"
         raise RequestError(
-            f"participants must name one agent under the role {PARTICIPANT!r} (got: {named})"
+            f"participants must name one agent under the role {AGENT_ROLE!r} (got: {named})"
         )
     return request

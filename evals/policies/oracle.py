@@ -1,4 +1,5 @@
-"""The oracle as a policy: the engine's player that knows the gold SQL (`env_core.oracle`)."""
+"""The oracle as an evaluation policy: the engine's play that knows the gold SQL
+(`env_core.oracle`)."""
 
 from __future__ import annotations
 
@@ -12,4 +13,4 @@ class OraclePolicy:
     def play(self, context: EpisodeContext) -> Play:
         if context.question is None:
             raise ValueError("the oracle plays only questions whose gold it can look up")
-        return (yield from oracle_calls(context.question, context.start.budget))
+        return (yield from oracle_calls(context.question, context.start.budget, context.max_rows))

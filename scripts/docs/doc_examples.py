@@ -135,7 +135,7 @@ def mcp_http_server() -> str:
     """The URL of the MCP server as `make run` serves it, on a free 127.0.0.1 port; one server
     for the whole check, stopped when it ends."""
     command = [str(BIN / "sqlenv-mcp"), "--transport", "http", "--route-by-episode-id"]
-    return _local_server(command, "/healthz")
+    return _local_server(command, "/health")
 
 
 def _local_server(command: list[str], health_path: str) -> str:

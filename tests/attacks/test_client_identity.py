@@ -25,7 +25,7 @@ from websockets.sync.client import connect as connect_websocket
 from serving.local_server import LocalServer
 
 SOCKETS = 4
-MCP = (["sqlenv_mcp", "--transport", "http"], "/healthz")
+MCP = (["sqlenv_mcp", "--transport", "http"], "/health")
 OPENENV = (["doors.commands"], "/health")
 A2A = (["env_core.cli", "purple", "--policy", "random"], "/.well-known/agent-card.json")
 
@@ -78,7 +78,7 @@ def spoofing(address: str) -> dict[str, str]:
 
 
 def test_an_mcp_client_naming_others_in_x_forwarded_for_is_still_itself(cache_dir):
-    with serving(MCP, "--max-connections-per-client", "2") as server:
+    with serving(MCP, "--max-sessions-per-client", "2") as server:
         statuses = [
             httpx.post(
                 f"{server.url}/mcp",
@@ -91,7 +91,7 @@ def test_an_mcp_client_naming_others_in_x_forwarded_for_is_still_itself(cache_di
 
 
 def test_an_openenv_client_naming_others_in_x_forwarded_for_is_still_itself(cache_dir):
-    with serving(OPENENV, "--max-connections-per-client", "2") as server:
+    with serving(OPENENV, "--max-sessions-per-client", "2") as server:
         url = f"{server.url.replace('http', 'ws')}/ws"
         with contextlib.ExitStack() as held:
             for n in (1, 2, 3):
@@ -169,5 +169,5 @@ def test_a_trusted_proxys_connections_are_not_capped(cache_dir):
     trusting = ("--trusted-proxies", "127.0.0.3")
     with serving(MCP, "--max-sockets-per-client", "2", *trusting) as server:
         through_proxy = [connected(server.url, "127.0.0.3") for _ in range(5)]
-        answers = [answer(connection, "/healthz") for connection in through_proxy]
+        answers = [answer(connection, "/health") for connection in through_proxy]
     assert all(answer.startswith(b"HTTP/1.1 200 ") for answer in answers)

@@ -44,7 +44,7 @@ SLOW_SQL = (
     "SELECT count(*) FROM c"
 )
 QUERY_STEP = {"type": "call_tool", "tool_name": "query", "arguments": {"sql": "SELECT 1"}}
-FAIR_USE = ["--max-connections-per-client", str(CAP), "--idle-connection-timeout", str(IDLE_S)]
+FAIR_USE = ["--max-sessions-per-client", str(CAP), "--idle-session-timeout", str(IDLE_S)]
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def serve(module: list[str], health: str, *args: str) -> LocalServer:
 
 @pytest.fixture
 def mcp_server(cache_dir):
-    server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz", *FAIR_USE)
+    server = serve(["sqlenv_mcp", "--transport", "http"], "/health", *FAIR_USE)
     yield server
     server.stop()
 
@@ -115,7 +115,7 @@ def test_one_client_holds_a_few_mcp_connections_and_others_still_connect(mcp_ser
     refused = RawConnection(mcp_server.url)
     assert refused.opened.status_code == 429
     message = refused.opened.json()["error"]["message"]
-    assert message.startswith(f"this client has {CAP} MCP connections open")
+    assert message.startswith(f"this client has {CAP} MCP sessions open")
     assert RawConnection(mcp_server.url, other_client("10.0.0.2")).opened.status_code == 200
 
 
@@ -146,8 +146,8 @@ def test_idle_mcp_connections_without_an_episode_end_and_free_their_place(mcp_se
 def test_a_client_that_never_ends_its_mcp_connections_is_not_locked_out(cache_dir):
     """At its cap, a client's new connection replaces its least recently used one that holds
     no episode and has idled REPLACEABLE_AFTER_S; before, it was refused until one expired
-    (--idle-connection-timeout, 120 s)."""
-    server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz", FAIR_USE[0], str(CAP))
+    (--idle-session-timeout, 120 s)."""
+    server = serve(["sqlenv_mcp", "--transport", "http"], "/health", FAIR_USE[0], str(CAP))
     try:
         held = [RawConnection(server.url) for _ in range(CAP)]
         assert RawConnection(server.url).opened.status_code == 429  # none idle long enough
@@ -187,13 +187,13 @@ def test_an_mcp_session_id_is_honoured_only_from_its_client(mcp_server):
 
 
 def mcp_server_health(server: LocalServer) -> dict:
-    return httpx.get(f"{server.url}/healthz").json()
+    return httpx.get(f"{server.url}/health").json()
 
 
 def test_thousands_of_mcp_connections_never_ended_stay_bounded(cache_dir):
     # Before the cap, 10,000 of these grew the server by ~600 MB and locked new clients out.
-    server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz")  # the default limits
-    cap = Settings.max_connections_per_client
+    server = serve(["sqlenv_mcp", "--transport", "http"], "/health")  # the default limits
+    cap = Settings.max_sessions_per_client
     try:
         with httpx.Client() as http, PeakRSS(server.process.pid) as peak:
             statuses = [
@@ -209,7 +209,7 @@ def test_thousands_of_mcp_connections_never_ended_stay_bounded(cache_dir):
 
 
 async def test_one_connection_cannot_take_every_episode_slot(cache_dir):
-    server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz", "--max-episodes", "16")
+    server = serve(["sqlenv_mcp", "--transport", "http"], "/health", "--max-episodes", "16")
     try:
         async with (
             streamable_http_client(f"{server.url}/mcp") as (read, write, _),
@@ -232,7 +232,7 @@ async def test_one_connection_cannot_take_every_episode_slot(cache_dir):
 
 def test_episodes_are_capped_per_client(cache_dir):
     server = serve(
-        ["sqlenv_mcp", "--transport", "http"], "/healthz", "--max-episodes-per-client", "2"
+        ["sqlenv_mcp", "--transport", "http"], "/health", "--max-episodes-per-client", "2"
     )
     try:
         starts = [
@@ -249,13 +249,13 @@ def test_episodes_are_capped_per_client(cache_dir):
 
 
 def test_health_details_need_the_token_and_an_allowed_host(cache_dir):
-    server = serve(["sqlenv_mcp", "--transport", "http"], "/healthz", "--auth-token", "s3cret")
+    server = serve(["sqlenv_mcp", "--transport", "http"], "/health", "--auth-token", "s3cret")
     try:
-        assert httpx.get(f"{server.url}/healthz").json() == {"status": "ok"}
+        assert httpx.get(f"{server.url}/health").json() == {"status": "healthy"}
         token = {"Authorization": "Bearer s3cret"}
-        assert "episodes" in httpx.get(f"{server.url}/healthz", headers=token).json()
+        assert "episodes" in httpx.get(f"{server.url}/health", headers=token).json()
         evil = {**token, "Host": "evil.example"}
-        assert httpx.get(f"{server.url}/healthz", headers=evil).status_code == 421
+        assert httpx.get(f"{server.url}/health", headers=evil).status_code == 421
     finally:
         server.stop()
 
@@ -319,7 +319,7 @@ async def test_one_client_holds_a_few_websockets_and_others_still_connect(openen
         async with websockets.connect(url) as refused:
             reply = json.loads(await refused.recv())
         assert reply["data"]["code"] == "CAPACITY_REACHED"
-        assert f"this client has {CAP} connections open" in reply["data"]["message"]
+        assert f"this client has {CAP} sessions open" in reply["data"]["message"]
         async with websockets.connect(url, additional_headers=other_client("10.0.0.5")) as other:
             await other.send(json.dumps({"type": "reset", "data": {"seed": 1}}))
             assert json.loads(await other.recv())["type"] == "observation"
@@ -333,7 +333,7 @@ def test_sessions_created_over_http_cannot_hold_capacity(openenv_server):
     replies = [httpx.post(f"{openenv_server.url}/mcp", json=create).json() for _ in range(CAP + 1)]
     assert all("session_id" in reply["result"] for reply in replies[:CAP])
     assert replies[-1]["id"] == 7
-    assert f"this client has {CAP} connections open" in replies[-1]["error"]["message"]
+    assert f"this client has {CAP} sessions open" in replies[-1]["error"]["message"]
     time.sleep(IDLE_S + 1.5)  # none attached a WebSocket: closed
     closed = {"jsonrpc": "2.0", "id": 8, "method": "tools/list"}
     closed["params"] = {"session_id": replies[0]["result"]["session_id"]}
@@ -386,7 +386,7 @@ def test_a_server_started_for_an_evaluation_stops_when_the_evaluation_is_killed(
         "import sys, time\n"
         "from serving.local_server import LocalServer\n"
         "server = LocalServer([sys.executable, '-m', 'sqlenv_mcp', '--transport', 'http'],"
-        " '/healthz')\n"
+        " '/health')\n"
         "print(server.process.pid, flush=True)\n"
         "time.sleep(600)\n"
     )
@@ -418,10 +418,10 @@ def test_a_server_started_for_an_evaluation_holds_its_port_while_it_starts(monke
         return process
 
     monkeypatch.setattr(subprocess, "Popen", start_then_take_the_port)
-    server = LocalServer([sys.executable, "-m", "sqlenv_mcp", "--transport", "http"], "/healthz")
+    server = LocalServer([sys.executable, "-m", "sqlenv_mcp", "--transport", "http"], "/health")
     try:
         assert taken == []
-        assert httpx.get(f"{server.url}/healthz", timeout=5).status_code == 200
+        assert httpx.get(f"{server.url}/health", timeout=5).status_code == 200
     finally:
         server.stop()
 

@@ -28,7 +28,7 @@ CALL_BOUND_MIB = MEMORY_MB + HEADROOM_BYTES // MIB + 40
 # Sorted, so a worker runs it the first time (see env_core.programs).
 NORMAL_SQL = "SELECT count(*) FROM singer ORDER BY 1"
 COMMANDS = {
-    "mcp": (["-m", "sqlenv_mcp", "--transport", "http"], "/healthz"),
+    "mcp": (["-m", "sqlenv_mcp", "--transport", "http"], "/health"),
     "openenv": (["-m", "doors.commands"], "/health"),
 }
 

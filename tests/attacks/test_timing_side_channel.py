@@ -87,7 +87,7 @@ class Connection:
 
 @pytest.fixture
 def mcp_server(cache_dir):
-    server = LocalServer([sys.executable, "-m", "sqlenv_mcp", "--transport", "http"], "/healthz")
+    server = LocalServer([sys.executable, "-m", "sqlenv_mcp", "--transport", "http"], "/health")
     yield server
     server.stop()
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from env_core.catalog import Catalog
-from evals.door_clients import Door
+from evals.door_clients import DoorClient
 from evals.evaluate import evaluate
 from evals.policies import OraclePolicy, RandomPolicy
 
@@ -24,7 +24,7 @@ class Script:
     calls: tuple[tuple[str, dict[str, Any]], ...]
 
 
-def recorded(door: Door, policy, episodes: int, seed: int) -> list[Script]:
+def recorded(door: DoorClient, policy, episodes: int, seed: int) -> list[Script]:
     result = evaluate(door, policy, episodes, seed)
     return [
         Script(
@@ -85,7 +85,7 @@ def after_the_end(question, _budget):
     )
 
 
-def all_scripts(door: Door, split: str, budget: int) -> list[Script]:
+def all_scripts(door: DoorClient, split: str, budget: int) -> list[Script]:
     """300 scripts: 100 Oracle, 150 Random and 50 edge cases."""
     return [
         *recorded(door, OraclePolicy(), 100, seed=1),

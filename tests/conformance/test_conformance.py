@@ -22,7 +22,7 @@ from conformance_scripts import Script, all_scripts
 
 from doors.trl import SQLEnvTRL
 from env_core.factory import open_manager
-from evals.door_clients import Door, open_door
+from evals.door_clients import DoorClient, open_door
 
 DOORS = ("inprocess", "mcp-stdio", "mcp-http", "openenv", "trl")
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ def comparable_data(data: dict, episode_id: str) -> dict:
     }
 
 
-def replay_door(door: Door, scripts: list[Script]) -> list[list[Outcome]]:
+def replay_door(door: DoorClient, scripts: list[Script]) -> list[list[Outcome]]:
     episodes = []
     for script in scripts:
         start = door.start(script.question_id)
@@ -88,7 +88,7 @@ def replay_trl(spec, scripts: list[Script]) -> list[list[Outcome]]:
 
 
 @contextmanager
-def opened(spec, kind: str) -> Iterator[Door]:
+def opened(spec, kind: str) -> Iterator[DoorClient]:
     door = open_door(replace(spec, kind=kind))
     try:
         yield door

@@ -1,6 +1,7 @@
 """Health checks say whether a server can serve: a server whose SQL workers cannot start is
 unhealthy (503, and why) while that lasts, so that a load balancer takes it out of service, and
-healthy again once one can, with no call needed to bring it back."""
+healthy again once one can, with no call needed to bring it back. Both servers answer at the
+same path in the same words, OpenEnv's ("healthy", "unhealthy")."""
 
 from __future__ import annotations
 
@@ -21,14 +22,10 @@ from env_core.sandbox import NO_WORKER_STARTS
 from serving.local_server import LocalServer
 
 TOKEN = "s3cret"
-# door: (module and options, health path, unhealthy status)
+# door: module and options
 DOORS = {
-    "mcp": (
-        ["sqlenv_mcp", "--transport", "http", "--auth-token", TOKEN],
-        "/healthz",
-        "unavailable",
-    ),
-    "openenv": (["doors.commands"], "/health", "unhealthy"),
+    "mcp": ["sqlenv_mcp", "--transport", "http", "--auth-token", TOKEN],
+    "openenv": ["doors.commands"],
 }
 # Sorted, so only a worker runs it the first time (see env_core.programs).
 SQL = "SELECT count(*) FROM books ORDER BY 1"
@@ -72,19 +69,19 @@ async def one_query(door: str, url: str) -> str:
 
 @pytest.mark.parametrize("door", DOORS)
 def test_a_server_whose_sql_workers_cannot_start_is_unhealthy_until_one_can(door):
-    module, path, unhealthy = DOORS[door]
-    server = LocalServer([sys.executable, "-m", *module, "--sql-workers", "1"], path)
+    path = "/health"
+    server = LocalServer([sys.executable, "-m", *DOORS[door], "--sql-workers", "1"], path)
     token = {"Authorization": f"Bearer {TOKEN}"} if door == "mcp" else None
     try:
-        assert httpx.get(server.url + path, headers=token).json()["status"] in ("ok", "healthy")
+        assert httpx.get(server.url + path, headers=token).json()["status"] == "healthy"
         with every_worker_killed(server):
             refused = health_becomes(server.url + path, 503, token).json()
-            assert (refused["status"], refused["detail"]) == (unhealthy, NO_WORKER_STARTS)
+            assert (refused["status"], refused["detail"]) == ("unhealthy", NO_WORKER_STARTS)
             text = asyncio.run(one_query(door, server.url))
             assert text.startswith(f"Error: {ServerBusyError.without_workers()}")
             if door == "mcp":  # a check without the token is told the status alone
                 bare = httpx.get(server.url + path)
-                assert (bare.status_code, bare.json()) == (503, {"status": unhealthy})
+                assert (bare.status_code, bare.json()) == (503, {"status": "unhealthy"})
         health_becomes(server.url + path, 200, token)
         assert asyncio.run(one_query(door, server.url)).startswith("count(*)\n32\n")
         assert "cannot start a SQL worker process" in server.output()

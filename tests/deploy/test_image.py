@@ -24,7 +24,7 @@ from doors.trl import SQLEnvTRL
 from doors.trl.remote import RemoteSQLEnvTRL
 from env_core.answers import gold_as_json
 from env_core.manager import EpisodeManager
-from evals.door_clients import InProcessDoor, open_door
+from evals.door_clients import InProcessClient, open_door
 from evals.evaluate import evaluate
 from evals.policies import OraclePolicy
 
@@ -62,7 +62,7 @@ def containers(image, spider_dir, spider_before) -> Iterator[dict[str, Container
         started.append(Container.run(image, *data, command=(*mcp_command, "--split", SPLIT)))
         openenv, mcp = started
         openenv.wait_until_healthy("/health")
-        mcp.wait_until_healthy("/healthz")
+        mcp.wait_until_healthy("/health")
         yield {"openenv": openenv, "mcp": mcp}
     finally:
         for container in started:
@@ -90,7 +90,7 @@ def test_docs_list_reset_step_the_websocket_and_the_action_schema(openenv):
 def test_typed_client_episodes_over_the_websocket_get_the_engines_rewards(openenv, dev_door_spec):
     spec = replace(dev_door_spec, kind="openenv", url=openenv.url)
     served = evaluate(open_door(spec), OraclePolicy(), 3, seed=0).records
-    local = evaluate(InProcessDoor(spec), OraclePolicy(), 3, seed=0).records
+    local = evaluate(InProcessClient(spec), OraclePolicy(), 3, seed=0).records
     assert all(record.correct for record in served)
     assert [(r.question_id, r.total_reward) for r in served] == [
         (r.question_id, r.total_reward) for r in local

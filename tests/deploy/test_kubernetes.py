@@ -11,7 +11,7 @@ import yaml
 from docker_host import REPOSITORY
 
 MANIFESTS = REPOSITORY / "deploy" / "kubernetes"
-HEALTH = {"openenv": "/health", "mcp": "/healthz"}
+KINDS = ("openenv", "mcp")
 
 
 def resources() -> list[tuple[str, dict]]:
@@ -47,12 +47,12 @@ def test_a_manifest_with_a_misspelt_field_is_refused():
         kubernetes_validate.validate(deployment, kubernetes_validate.latest_version(), True)
 
 
-@pytest.mark.parametrize("kind", HEALTH)
+@pytest.mark.parametrize("kind", KINDS)
 def test_replicas_probe_health_and_mount_the_data_read_only(kind):
     pod = named("Deployment", kind)["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
-        assert container[probe]["httpGet"]["path"] == HEALTH[kind]
+        assert container[probe]["httpGet"]["path"] == "/health"
     assert {"cpu", "memory"} <= set(container["resources"]["limits"])
     assert {"cpu", "memory"} <= set(container["resources"]["requests"])
     (mount,) = container["volumeMounts"]
@@ -72,12 +72,12 @@ def pod_labels(name: str) -> dict:
 def test_the_balancer_resolves_the_replicas_services_and_alone_reaches_them():
     (balancer,) = named("Deployment", "balancer")["spec"]["template"]["spec"]["containers"]
     environment = {variable["name"]: variable["value"] for variable in balancer["env"]}
-    for kind in HEALTH:
+    for kind in KINDS:
         service = named("Service", f"{kind}-replicas")["metadata"]
         address = f"{service['name']}.{service['namespace']}.svc.cluster.local"
         assert environment[f"{kind.upper()}_REPLICAS"] == address
     policy = named("NetworkPolicy", "replicas-from-the-balancer-only")["spec"]
-    for kind in HEALTH:
+    for kind in KINDS:
         assert policy["podSelector"]["matchLabels"].items() <= pod_labels(kind).items()
     (source,) = policy["ingress"][0]["from"]
     assert source["podSelector"]["matchLabels"].items() <= pod_labels("balancer").items()

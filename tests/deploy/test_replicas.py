@@ -156,7 +156,7 @@ def test_a_slow_header_client_is_cut_off_and_others_are_served(replicas):
         slow = [pool.submit(trickle_headers, port) for port in ports]
         time.sleep(1)
         assert httpx.get(f"{replicas.openenv_url}/health", timeout=5).status_code == 200
-        assert httpx.get(f"{replicas.mcp_url}/healthz", timeout=5).status_code == 200
+        assert httpx.get(f"{replicas.mcp_url}/health", timeout=5).status_code == 200
         for outcome in slow:
             seconds, answer = outcome.result()
             assert answer.startswith(b"HTTP/1.1 408"), answer
@@ -269,7 +269,7 @@ def test_a_port_in_use_fails_at_once_before_any_server_starts(haproxy, dev_door_
 def test_behind_the_balancer_a_client_is_the_address_it_connects_from(haproxy, dev_door_spec):
     """A client that names others in X-Forwarded-For is still counted as itself; a client
     connecting from another address is another client."""
-    one_each = ("--max-connections-per-client", "2")
+    one_each = ("--max-sessions-per-client", "2")
     with Replicas(1, dev_door_spec.settings, Ports.free(), one_each) as replicas:
         mcp_statuses = [
             httpx.post(

@@ -49,7 +49,7 @@ def test_getting_started_from_a_fresh_clone(tmp_path):
     os.environ.clear()
     os.environ.update(environment)
     try:
-        server = LocalServer(command, "/healthz")
+        server = LocalServer(command, "/health")
     finally:
         os.environ.clear()
         os.environ.update(previous)

@@ -15,7 +15,7 @@ from env_core.executor_limits import ExecutorLimits
 from env_core.manager import EpisodeManager
 from env_core.read_only import quote_identifier
 from env_core.settings import Settings
-from sqlenv_mcp.episodes import Connections
+from sqlenv_mcp.episodes import Sessions
 from sqlenv_mcp.explorer import UserDatabases
 from sqlenv_mcp.server import build_episode_server, build_explorer_server
 
@@ -52,7 +52,7 @@ def vast(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def sessions(vast, tmp_path_factory):
+def manager(vast, tmp_path_factory):
     catalog = Catalog.load(vast, cache_dir=tmp_path_factory.mktemp("cache"))
     manager = EpisodeManager(catalog, Settings(max_steps=50))
     yield manager
@@ -65,15 +65,15 @@ def assert_bounded(text: str, data: dict) -> None:
     assert size <= MAX_TEXT_CHARS, f"{size:,} characters of structured data"
 
 
-def test_the_opening_lists_the_tables_that_fit_and_how_to_see_the_rest(sessions):
-    start = sessions.create(question_id="dev:0").start
+def test_the_opening_lists_the_tables_that_fit_and_how_to_see_the_rest(manager):
+    start = manager.create(question_id="dev:0").start
     assert_bounded(start.text, start.to_dict() | {"text": ""})
     assert MANY_TABLES in start.text and ALL_TABLES in start.text
     assert 0 < len(start.tables) < TABLES and start.tables[0] in start.text
 
 
-def test_tool_texts_and_errors_on_a_vast_database_are_bounded(sessions):
-    episode = sessions.create(question_id="dev:0")
+def test_tool_texts_and_errors_on_a_vast_database_are_bounded(manager):
+    episode = manager.create(question_id="dev:0")
     for tool, arguments in [
         ("describe", {"table": "no_such_table"}),
         ("sample", {"table": "no_such_table"}),
@@ -101,8 +101,8 @@ def anyio_backend():
 
 
 @pytest.mark.anyio
-async def test_the_mcp_episode_server_sends_bounded_texts(sessions):
-    async with connect(build_episode_server(sessions, connections=Connections(sessions))) as client:
+async def test_the_mcp_episode_server_sends_bounded_texts(manager):
+    async with connect(build_episode_server(manager, sessions=Sessions(manager))) as client:
         start = await client.call_tool("start_episode", {"question_id": "dev:0"})
         assert_bounded(start.content[0].text, start.structuredContent)
         assert ALL_TABLES in start.content[0].text

@@ -38,18 +38,18 @@ def sqlenv(*args: str, cache_dir: Path) -> str:
 
 
 def oracle_success(settings: Settings) -> tuple[int, int]:
-    sessions = open_manager(settings)
+    manager = open_manager(settings)
     try:
-        questions = sessions.catalog.questions(settings.split)
+        questions = manager.catalog.questions(settings.split)
         solved = 0
         for question in questions:
-            episode = sessions.create(question_id=question.id)
+            episode = manager.create(question_id=question.id)
             play_oracle(episode)
             solved += bool(episode.correct)
-            sessions.close(episode.episode_id)
+            manager.close(episode.episode_id)
         return solved, len(questions)
     finally:
-        sessions.shutdown()
+        manager.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -69,15 +69,15 @@ def test_a_bird_folder_is_read_with_its_difficulty_and_exclusions(bird_dir, cach
 def test_bird_evidence_is_shown_with_the_question_unless_turned_off(bird_dir, cache_dir):
     settings = Settings(data_dir=str(bird_dir), cache_dir=str(cache_dir))
     for evidence, shown in ((True, True), (False, False)):
-        sessions = open_manager(settings.replace(evidence=evidence))
+        manager = open_manager(settings.replace(evidence=evidence))
         try:
-            episode = sessions.create(question_id="dev:0")
+            episode = manager.create(question_id="dev:0")
             assert episode.question.dataset == "bird"
             text = episode.start.text
             assert text.startswith("Question: How many schools are there in Kent?\n")
             assert ("Evidence: Kent refers to county = 'Kent'\n" in text) is shown
         finally:
-            sessions.shutdown()
+            manager.shutdown()
 
 
 def test_the_oracle_solves_every_kept_bird_question(bird_dir, cache_dir):
@@ -106,24 +106,24 @@ def test_the_oracle_solves_every_kept_spider_dk_question(cache_dir):
         split="Spider-DK",
         cache_dir=str(cache_dir),
     )
-    sessions = open_manager(settings)
-    split = sessions.catalog.splits["Spider-DK"]
-    sessions.shutdown()
+    manager = open_manager(settings)
+    split = manager.catalog.splits["Spider-DK"]
+    manager.shutdown()
     assert len(split.questions) + len(split.excluded) == 535
     assert split.exclusion_counts()["database missing"] == 62
     assert {q.hardness for q in split.questions} >= {"type 0", "type 1", "type 2"}
-    assert sessions.catalog.database_path("new_pets_1").is_relative_to(settings.data_dir)
+    assert manager.catalog.database_path("new_pets_1").is_relative_to(settings.data_dir)
     solved, kept = oracle_success(settings)
     assert solved == kept == len(split.questions)
 
 
 def test_describe_shows_birds_column_descriptions_compactly(bird_dir, cache_dir):
-    sessions = open_manager(Settings(data_dir=str(bird_dir), cache_dir=str(cache_dir)))
+    manager = open_manager(Settings(data_dir=str(bird_dir), cache_dir=str(cache_dir)))
     try:
-        episode = sessions.create(question_id="dev:0")
+        episode = manager.create(question_id="dev:0")
         text = episode.call("describe", {"table": "Grants"}).text
     finally:
-        sessions.shutdown()
+        manager.shutdown()
     lines = text.splitlines()
     assert "  id INTEGER primary key" in lines  # nothing said of it, nothing shown
     assert "  year INTEGER  -- financial year the grant was paid" in lines
@@ -254,22 +254,22 @@ def test_spider2_lite_answers_are_checked_on_condition_columns_against_any_resul
     spider2_lite_dir, cache_dir, question_id, answer, correct
 ):
     settings = Settings(data_dir=str(spider2_lite_dir), split="lite", cache_dir=str(cache_dir))
-    sessions = open_manager(settings)
+    manager = open_manager(settings)
     try:
-        episode = sessions.create(question_id=question_id)
+        episode = manager.create(question_id=question_id)
         episode.call("answer", {"value": json.dumps(answer)})
         assert episode.correct is correct
     finally:
-        sessions.shutdown()
+        manager.shutdown()
 
 
 def test_a_spider2_lite_document_is_shown_with_its_question(spider2_lite_dir, cache_dir):
     settings = Settings(data_dir=str(spider2_lite_dir), split="lite", cache_dir=str(cache_dir))
-    sessions = open_manager(settings)
+    manager = open_manager(settings)
     try:
-        text = sessions.create(question_id="lite:1").start.text
+        text = manager.create(question_id="lite:1").start.text
     finally:
-        sessions.shutdown()
+        manager.shutdown()
     assert text.startswith(
         "Question: Which school received the most money under the grant rules?\n"
         "Evidence: # Grant rules\n\nA school's money is the sum of its grants over every year."

@@ -23,12 +23,12 @@ def test_demo_catalog_covers_every_kind_of_question(demo_catalog):
 
 
 def test_the_oracle_solves_every_demo_question(demo_catalog):
-    sessions = EpisodeManager(demo_catalog, Settings(split="dev"))
+    manager = EpisodeManager(demo_catalog, Settings(split="dev"))
     for question in demo_catalog.questions("dev"):
-        episode = sessions.create(question_id=question.id)
+        episode = manager.create(question_id=question.id)
         play_oracle(episode)
         assert episode.correct, question.id
-        sessions.close(episode.episode_id)
+        manager.close(episode.episode_id)
 
 
 def test_demo_build_is_cached_and_stable(cache_dir, tmp_path):

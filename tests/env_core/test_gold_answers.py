@@ -65,9 +65,9 @@ def test_gold_answers_through_the_episode(spider_catalog, split):
     from env_core.manager import EpisodeManager
     from env_core.settings import Settings
 
-    sessions = EpisodeManager(spider_catalog, Settings(split=split))
+    manager = EpisodeManager(spider_catalog, Settings(split=split))
     for question in spider_catalog.questions(split)[:100]:
-        episode = sessions.create(question_id=question.id)
+        episode = manager.create(question_id=question.id)
         result = episode.call("answer", {"value": gold_as_json(question.gold)})
         assert result.data == {"correct": True}, question.id
-        sessions.close(episode.episode_id)
+        manager.close(episode.episode_id)

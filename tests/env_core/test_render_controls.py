@@ -28,7 +28,7 @@ SHOWN_VALUE = "v\\x1b]0;pwned\\x07\\x1b[31m\\x9b2J\\x0d\\x00"
 
 
 @pytest.fixture(scope="module")
-def sessions(tmp_path_factory):
+def manager(tmp_path_factory):
     root = tmp_path_factory.mktemp("controls")
     db = root / "database" / "odd" / "odd.sqlite"
     db.parent.mkdir(parents=True)
@@ -49,8 +49,8 @@ def sessions(tmp_path_factory):
 
 
 @pytest.fixture
-def episode(sessions):
-    return sessions.create(question_id="dev:0")
+def episode(manager):
+    return manager.create(question_id="dev:0")
 
 
 def assert_no_controls(text: str) -> None:

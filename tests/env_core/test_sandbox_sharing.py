@@ -183,9 +183,9 @@ SHORT_LIMITS = ExecutorLimits(timeout_s=0.05, max_sql_chars=30_000)
 @pytest.fixture
 def manager(spider_catalog):
     settings = Settings(split="dev_without_wta_1", max_steps=5, sql_workers=1)
-    sessions = EpisodeManager(spider_catalog, settings, limits=SHORT_LIMITS)
-    yield sessions
-    sessions.shutdown()
+    manager = EpisodeManager(spider_catalog, settings, limits=SHORT_LIMITS)
+    yield manager
+    manager.shutdown()
 
 
 def concert_episode(manager: EpisodeManager):

@@ -3,6 +3,7 @@
 import contextlib
 import sys
 import threading
+from dataclasses import replace
 
 import psutil
 import pytest
@@ -11,6 +12,8 @@ from env_core.errors import DataError
 from env_core.settings import Settings
 from evals import DoorSpec, OraclePolicy, RandomPolicy, evaluate, open_door
 from evals.door_clients import mcp_door
+from evals.plan import EpisodeTask
+from evals.play import play_episode
 from serving.local_server import LocalServer
 
 EPISODES = 50
@@ -56,7 +59,7 @@ def test_every_door_gives_the_in_process_records(kind, spec_for, in_process):
 
 
 SERVERS = {
-    "mcp-http": (["sqlenv_mcp", "--transport", "http"], "/healthz"),
+    "mcp-http": (["sqlenv_mcp", "--transport", "http"], "/health"),
     "openenv": (["doors.commands"], "/health"),
 }
 
@@ -136,3 +139,28 @@ def test_an_openenv_server_gone_mid_episode_stops_the_door_with_a_clear_error(sp
             door.step(start.episode_id, "query", {"sql": SLOW_SQL})
     finally:
         door.close()
+
+
+def test_the_oracle_reads_a_long_answer_by_the_row_limit_in_force(spec_for, spider_catalog):
+    """With --max-rows 10, a gold of 11 to 20 rows is read in two pages of 10, through a real
+    server, and answered correctly."""
+    spec = spec_for("mcp-stdio")
+    spec = replace(spec, settings=spec.settings.replace(max_rows=10))
+    long_golds = [
+        question.id
+        for question in spider_catalog.questions(spec.settings.split)
+        if 10 < len(question.gold.rows) <= 20
+    ][:3]
+    door = open_door(spec)
+    try:
+        records = [
+            play_episode(door, OraclePolicy(), EpisodeTask(index, question_id), SEED)
+            for index, question_id in enumerate(long_golds)
+        ]
+    finally:
+        door.close()
+    assert len(records) == 3
+    for record in records:
+        assert record.correct
+        queries = [step.observation for step in record.steps if step.tool == "query"]
+        assert len(queries) == 2 and not any("more exist" in text for text in queries)

@@ -100,12 +100,12 @@ def test_ctrl_c_midway_says_how_far_the_run_got_and_the_same_command_resumes(
 SILENT_SERVER_CONNECTION = """
 import os, signal, sys, threading
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from evals.door_clients.mcp_door import MCPConnection
+from evals.door_clients.mcp_door import MCPSession
 
 silent = StdioServerParameters(command=sys.executable, args=["-c", "import time; time.sleep(60)"])
 threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
 try:
-    MCPConnection(lambda: stdio_client(silent), "over stdio")
+    MCPSession(lambda: stdio_client(silent), "over stdio")
 except KeyboardInterrupt:
     print("interrupted")
 """

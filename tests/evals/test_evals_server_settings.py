@@ -14,7 +14,7 @@ from serving.local_server import LocalServer
 
 SERVERS = {
     "openenv": (["doors.commands"], "/health"),
-    "mcp-http": (["sqlenv_mcp", "--transport", "http"], "/healthz"),
+    "mcp-http": (["sqlenv_mcp", "--transport", "http"], "/health"),
 }
 
 

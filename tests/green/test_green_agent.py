@@ -1,5 +1,5 @@
 """The green agent over A2A on 127.0.0.1: it assesses the reference purple agent with the
-numbers `sqlenv eval` gives for the same policy and seed, refuses a hostile participant every
+numbers `sqlenv eval` gives for the same policy and seed, refuses a hostile assessed agent every
 way of picking or replaying its question (a second assessment of it included), sends it nothing
 it does not need to play, and rejects a malformed request with its reason and no more."""
 
@@ -155,7 +155,7 @@ async def test_the_reference_purple_agent_scores_what_sqlenv_eval_gives(
 
 
 class HostileExecutor(AgentExecutor):
-    """A participant that tries every way to pick, restart or replay its question."""
+    """An assessed agent that tries every way to pick, restart or replay its question."""
 
     def __init__(self) -> None:
         self.seen: list[dict[str, Any]] = []
@@ -223,7 +223,7 @@ def hostile() -> Iterator[tuple[str, HostileExecutor]]:
         yield url, executor
 
 
-async def test_a_hostile_participant_is_refused_and_scores_nothing(green, hostile):
+async def test_a_hostile_agent_is_refused_and_scores_nothing(green, hostile):
     url, executor = hostile
     request = {"participants": {"agent": url}, "config": {"episodes": 3, "seed": 1}}
     _, final = await assess(green.url, request)
@@ -276,6 +276,10 @@ async def test_a_hostile_participant_is_refused_and_scores_nothing(green, hostil
             "agent's limit for an assessment: ask for fewer episodes or a shorter "
             "episode_timeout_s",
         ),
+        (  # the budgets --max-steps takes (STEP_BUDGET_RANGE)
+            '{"participants": {"agent": "http://127.0.0.1:9/"}, "config": {"max_steps": 1001}}',
+            "config.max_steps: Input should be less than or equal to 1000",
+        ),
         (
             '{"participants": {"agent": "http://127.0.0.1:9/"}, "config": {"seed": "7"}}',
             "config.seed: '7' is not a seed: give a whole number",
@@ -292,7 +296,7 @@ async def test_a_malformed_request_is_rejected_with_its_reason(
     assert str(spider_dir) not in said and "shared/data" not in said
 
 
-async def test_an_unreachable_participant_fails_the_task_with_its_url_only(green):
+async def test_an_unreachable_agent_fails_the_task_with_its_url_only(green):
     not_an_agent = green.url + "/nothing/"  # answers 404
     with bound_socket("127.0.0.1", 0) as unheard:  # bound, never listening: connecting is refused
         dead = f"http://127.0.0.1:{unheard.getsockname()[1]}/"
@@ -306,7 +310,7 @@ async def test_an_unreachable_participant_fails_the_task_with_its_url_only(green
 
 
 class PractisingExecutor(AgentExecutor):
-    """A participant that, sent its episode, asks the green agent for a second assessment of
+    """An assessed agent that, sent its episode, asks the green agent for a second assessment of
     the same plan (the request it knows it is assessed under), to try answers there first."""
 
     def __init__(self, green_url: str, request: dict[str, Any]) -> None:
@@ -362,7 +366,7 @@ async def test_a_split_with_no_playable_question_is_rejected(spider_dir, cache_d
 
 @contextmanager
 def card_server(card: Callable[[], Awaitable[bytes]]) -> Iterator[str]:
-    """A participant address whose agent card is what `card` answers, on 127.0.0.1."""
+    """An assessed agent address whose agent card is what `card` answers, on 127.0.0.1."""
 
     async def app(scope, receive, send) -> None:
         if scope["type"] != "http":
@@ -398,7 +402,7 @@ async def no_card() -> bytes:
 
 
 @pytest.mark.parametrize("card", [huge_card, no_card])
-async def test_a_participant_card_too_large_or_too_slow_fails_the_task_soon(green, card):
+async def test_an_assessed_agent_card_too_large_or_too_slow_fails_the_task_soon(green, card):
     with card_server(card) as url:
         _, final = await assess(green.url, {"participants": {"agent": url}})
     assert final.status.state == TaskState.TASK_STATE_FAILED
@@ -467,7 +471,7 @@ SLOW_SQL = (
 
 
 class OneCallExecutor(AgentExecutor):
-    """A participant that starts its episode and makes one call."""
+    """An assessed agent that starts its episode and makes one call."""
 
     def __init__(self, tool: str, arguments: dict[str, Any]) -> None:
         self.tool = tool
@@ -522,7 +526,7 @@ async def test_assessments_at_once_share_the_agents_sql_workers(spider_dir, cach
 
 
 class WaitingExecutor(AgentExecutor):
-    """A participant that replies once it is told to."""
+    """An assessed agent that replies once it is told to."""
 
     def __init__(self) -> None:
         self.started = threading.Event()
@@ -622,7 +626,7 @@ def test_a_client_of_either_a2a_version_requests_an_assessment(green, purple, pr
 
 
 def speaking_only(protocol: str, sent: list[str]) -> Callable[[AgentCard, Any], Any]:
-    """A participant that speaks one A2A version: its card in that version's layout only (a
+    """An assessed agent that speaks one A2A version: its card in that version's layout only (a
     0.3 card names its endpoint in `url`, a 1.0 card in `supportedInterfaces`), the other
     version's methods refused; `sent` gets each method it is sent."""
 
@@ -659,8 +663,8 @@ def speaking_only(protocol: str, sent: list[str]) -> Callable[[AgentCard, Any], 
 
 
 @pytest.mark.parametrize("protocol", ["1.0", "0.3"])
-async def test_a_participant_of_either_a2a_version_is_assessed(green, protocol):
-    """The green agent spoke 0.3 only: a participant with a 1.0 card was reported as 'cannot
+async def test_an_assessed_agent_of_either_a2a_version_is_assessed(green, protocol):
+    """The green agent spoke 0.3 only: an assessed agent with a 1.0 card was reported as 'cannot
     reach the A2A agent'."""
     sent: list[str] = []
     answering = OneCallExecutor("answer", {"value": "0"})

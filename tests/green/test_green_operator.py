@@ -1,7 +1,7 @@
 """The green agent as its operator runs it, against participants and requesters that try to
-take more than they are given: what it reads from a participant is bounded as it arrives, an
+take more than they are given: what it reads from an assessed agent is bounded as it arrives, an
 assessment is timed and holds only the question in play, requests need the operator's token,
-a requester is told the summary only, finished episodes outlive the agent, and a participant's
+a requester is told the summary only, finished episodes outlive the agent, and an assessed agent's
 task ends with its episode."""
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ async def test_the_requester_is_told_the_summary_and_the_run_folder_keeps_the_ep
 
 
 class StallingExecutor(AgentExecutor):
-    """A participant that replies at once to its first `quick` episodes, then never; it
+    """An assessed agent that replies at once to its first `quick` episodes, then never; it
     tells when that one arrives, and records a cancel of its task."""
 
     def __init__(self, quick: int) -> None:
@@ -167,8 +167,8 @@ async def test_finished_episodes_outlive_the_agent(spider_dir, cache_dir, tmp_pa
     assert json.loads(folder.config_file.read_text())["episodes"] == 4
 
 
-async def test_a_participants_task_is_cancelled_when_its_episode_times_out(private_green):
-    """The participant's task ran on after the green agent had given up on its episode."""
+async def test_an_assessed_agents_task_is_cancelled_when_its_episode_times_out(private_green):
+    """The assessed agent's task ran on after the green agent had given up on its episode."""
     server, _ = private_green
     executor = StallingExecutor(quick=0)
     with serving("stalling", executor) as url:
@@ -178,7 +178,7 @@ async def test_a_participants_task_is_cancelled_when_its_episode_times_out(priva
     assert final.status.state == TaskState.TASK_STATE_COMPLETED
 
 
-async def test_a_participants_task_is_cancelled_when_its_assessment_is(private_green):
+async def test_an_assessed_agents_task_is_cancelled_when_its_assessment_is(private_green):
     server, _ = private_green
     executor = StallingExecutor(quick=0)
     with serving("stalling", executor) as url:
@@ -206,7 +206,7 @@ async def test_questions_not_yet_played_stay_free_for_other_assessments(
     private_green, oracle, spider_catalog
 ):
     """An assessment held every question of its plan for as long as it ran: one asking for
-    them all, with a participant that never replied, locked every other request out."""
+    them all, with an assessed agent that never replied, locked every other request out."""
     server, _ = private_green
     questions = spider_catalog.splits[DEV].questions
     first, second = (task.question_id for task in plan_episodes(questions, 2, 8))
@@ -233,8 +233,8 @@ async def test_questions_not_yet_played_stay_free_for_other_assessments(
 
 
 @contextmanager
-def flooding_participant(streaming: bool, megabytes: int) -> Iterator[str]:
-    """A participant whose reply to any message is one text part of `megabytes` MiB, sent as
+def flooding_agent(streaming: bool, megabytes: int) -> Iterator[str]:
+    """An assessed agent whose reply to any message is one text part of `megabytes` MiB, sent as
     a JSON body or (`streaming`) one server-sent event."""
     listener = bound_socket("127.0.0.1", 0)
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
@@ -288,11 +288,11 @@ async def _body(receive) -> bytes:
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["message-send", "event-stream"])
-async def test_a_participants_reply_is_read_within_its_bound(private_green, streaming):
+async def test_an_assessed_agents_reply_is_read_within_its_bound(private_green, streaming):
     """A 300 MB reply took the green agent from 138 MB to a 1,186 MB peak, 598 MB held."""
     server, runs = private_green
     pid = server.process.pid
-    with flooding_participant(streaming, megabytes=300) as url:
+    with flooding_agent(streaming, megabytes=300) as url:
         request = {"participants": {"agent": url}, "config": {"episodes": 2, "seed": 6}}
         with PeakRSS(pid, interval_s=0.02) as peak:
             _, final = await assess(server.url, request)
@@ -329,7 +329,7 @@ async def test_unreadable_requests_get_json_rpc_errors_and_no_traceback(private_
     assert "Traceback" not in server.output()
 
 
-async def test_a_participant_urls_credentials_are_never_logged(private_green):
+async def test_an_assessed_agents_url_credentials_are_never_logged(private_green):
     server, _ = private_green
     with bound_socket("127.0.0.1", 0) as unheard:  # bound, never listening
         address = f"127.0.0.1:{unheard.getsockname()[1]}"
@@ -396,7 +396,7 @@ def test_one_command_runs_an_assessment_end_to_end(spider_dir, cache_dir, tmp_pa
 
 def test_assess_brings_the_green_agents_token(private_green, oracle, cache_dir):
     server, _ = private_green
-    given = ["--green", server.url + "/", "--participant", oracle, "--episodes", "1"]
+    given = ["--green", server.url + "/", "--agent", oracle, "--episodes", "1"]
     refused = sqlenv_assess(*given, cache_dir=cache_dir)
     assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stderr
     assert refused.stderr.strip().splitlines()[-1].startswith("sqlenv assess: "), refused.stderr

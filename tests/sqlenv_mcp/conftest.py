@@ -14,9 +14,9 @@ def manager(spider_catalog):
     from env_core.manager import EpisodeManager
     from env_core.settings import Settings
 
-    sessions = EpisodeManager(spider_catalog, Settings(split=DEV, max_episodes=32))
-    yield sessions
-    sessions.shutdown()
+    manager = EpisodeManager(spider_catalog, Settings(split=DEV, max_episodes=32))
+    yield manager
+    manager.shutdown()
 
 
 @pytest.fixture

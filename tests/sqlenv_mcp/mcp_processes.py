@@ -42,7 +42,7 @@ class RunningServer(LocalServer):
     def __init__(self, args: list[str], cache_dir: Path, port: int = 0) -> None:
         command = [sys.executable, "-m", "sqlenv_mcp", "--transport", "http"]
         command += ["--cache-dir", str(cache_dir), *args]
-        super().__init__(command, "/healthz", port=port)
+        super().__init__(command, "/health", port=port)
 
     def health(self) -> dict:
-        return httpx.get(f"{self.url}/healthz", timeout=5).json()
+        return httpx.get(f"{self.url}/health", timeout=5).json()

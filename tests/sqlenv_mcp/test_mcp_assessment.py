@@ -99,12 +99,12 @@ async def test_over_http_each_question_has_its_own_address(http_server, spider_c
 
 
 def test_a_health_check_is_told_the_seats_only_with_the_token(http_server):
-    """/healthz told anyone how many seats the operator had handed out."""
+    """/health told anyone how many seats the operator had handed out."""
     server = http_server("--assess", ASSIGNED)
-    assert httpx.get(server.url + "/healthz", timeout=10).json() == {"status": "ok"}
+    assert httpx.get(server.url + "/health", timeout=10).json() == {"status": "healthy"}
     guarded = http_server("--assess", ASSIGNED, "--auth-token", "operator-secret")
-    assert httpx.get(guarded.url + "/healthz", timeout=10).json() == {"status": "ok"}
+    assert httpx.get(guarded.url + "/health", timeout=10).json() == {"status": "healthy"}
     told = httpx.get(
-        guarded.url + "/healthz", headers={"Authorization": "Bearer operator-secret"}, timeout=10
+        guarded.url + "/health", headers={"Authorization": "Bearer operator-secret"}, timeout=10
     )
-    assert told.json() == {"status": "ok", "seats": 1}
+    assert told.json() == {"status": "healthy", "seats": 1}

@@ -72,4 +72,4 @@ async def test_after_a_restart_clients_get_a_clear_error_and_can_start_again(htt
         started = await fresh.call_tool("start_episode", {"seed": 5})
         assert not started.isError
         assert restarted.health()["episodes"]["active"] == 1
-    assert httpx.get(f"{restarted.url}/healthz").json()["episodes"]["active"] == 0
+    assert httpx.get(f"{restarted.url}/health").json()["episodes"]["active"] == 0

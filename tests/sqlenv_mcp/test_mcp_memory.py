@@ -13,8 +13,8 @@ from env_core.tools import TOOLS
 from sqlenv_mcp.agent_tools import AgentToolServer
 from sqlenv_mcp.episodes import (
     EPISODE_ID,
-    MAX_EPISODES_PER_CONNECTION,
-    Connections,
+    MAX_EPISODES_PER_SESSION,
+    Sessions,
     register_episode_tools,
 )
 from sqlenv_mcp.server import build_episode_server
@@ -161,7 +161,7 @@ async def test_episodes_belong_to_the_mcp_session_whatever_the_lifespan(manager)
     # Without a lifespan entered per connection (as in the mcp 2.x SDK), each connection still
     # has its own episodes, and they close once its session is gone.
     server = AgentToolServer("shared lifespan")
-    register_episode_tools(server, Connections(manager))
+    register_episode_tools(server, Sessions(manager))
     async with connect(server) as first, connect(server) as second:
         a = await first.call_tool("start_episode", {"question_id": f"{DEV}:0"})
         await second.call_tool("start_episode", {"question_id": f"{DEV}:1"})
@@ -209,12 +209,12 @@ async def test_several_episodes_on_one_connection_by_episode_id(manager):
 async def test_one_connection_keeps_a_few_episodes_at_most(manager):
     keep = {"seed": 1, "keep_previous": True}
     async with connect(build_episode_server(manager)) as client:
-        for _ in range(MAX_EPISODES_PER_CONNECTION):
+        for _ in range(MAX_EPISODES_PER_SESSION):
             assert not (await client.call_tool("start_episode", keep)).isError
         refused = await client.call_tool("start_episode", keep)
         assert refused.isError
-        assert f"this connection has {MAX_EPISODES_PER_CONNECTION} episodes open" in text(refused)
-        assert manager.stats().active == MAX_EPISODES_PER_CONNECTION
+        assert f"this session has {MAX_EPISODES_PER_SESSION} episodes open" in text(refused)
+        assert manager.stats().active == MAX_EPISODES_PER_SESSION
         # Finished episodes give their place back; a start without keep_previous ends them all.
         await client.call_tool("answer", {"value": "0"})
         assert not (await client.call_tool("start_episode", keep)).isError

@@ -125,14 +125,14 @@ def test_http_guards_hosts_origins_and_tokens(http_server):
     evil_origin = {**authorised, "Origin": "http://evil.example"}
     assert httpx.post(url, json=body, headers=evil_origin).status_code == 403
     assert httpx.post(url, json=body, headers=authorised).status_code == 200
-    assert httpx.get(f"{server.url}/healthz").status_code == 200
+    assert httpx.get(f"{server.url}/health").status_code == 200
 
 
 def test_the_front_page_says_where_mcp_and_health_are(http_server):
     server = http_server()
     front = httpx.get(server.url)
     assert front.status_code == 200
-    assert "/mcp" in front.text and "/healthz" in front.text
+    assert "/mcp" in front.text and "/health" in front.text
     assert httpx.get(server.url, headers={"Host": "evil.example"}).status_code == 421
 
 

@@ -24,7 +24,7 @@ from doors.trl import SQLEnvTRL, environment_factory
 from env_core.contract import INSTRUCTIONS, chat_tools, opening_messages
 from env_core.settings import Settings
 from env_core.tools import TOOLS
-from evals.door_clients import DoorSpec, InProcessDoor
+from evals.door_clients import DoorSpec, InProcessClient
 from evals.llm.hf_chat import HFChatPolicy
 from evals.llm.openai_chat import OpenAIChatPolicy
 from evals.plan import EpisodeTask
@@ -113,7 +113,7 @@ def policy_first_turn(policy, spider_dir, cache_dir, question, monkeypatch, toke
     turns = FirstTurns(tokenizer)
     monkeypatch.setattr(Qwen3ForCausalLM, "generate", lambda _model, *a, **kw: turns(*a, **kw))
     settings = Settings(data_dir=str(spider_dir), split=DEV, cache_dir=str(cache_dir))
-    door = InProcessDoor(DoorSpec("inprocess", settings))
+    door = InProcessClient(DoorSpec("inprocess", settings))
     play_episode(door, policy, EpisodeTask(0, question.id), seed=0)
     door.close()
     return turns.prompts[0]

@@ -35,6 +35,22 @@ def test_config_errors_name_what_is_missing(tmp_path):
         load_config(path)
 
 
+def test_the_step_budget_has_its_own_name_beside_trls_max_steps(tmp_path):
+    path = tmp_path / "run.toml"
+    trainer = '[trainer]\noutput_dir = "o"\nmax_steps = 500\n'
+    path.write_text(f"[model]\ntiny = true\n[env]\nstep_budget = 9\n{trainer}")
+    config = load_config(path)
+    assert (config.settings.max_steps, config.trainer["max_steps"]) == (9, 500)
+    # An old config's [env] max_steps is refused, not read as something else.
+    path.write_text(f"[model]\ntiny = true\n[env]\nmax_steps = 9\n{trainer}")
+    with pytest.raises(ValueError, match=r"\[env\]: max_steps is now step_budget"):
+        load_config(path)
+    path.write_text(f"[model]\ntiny = true\n[env]\nsteps = 9\n{trainer}")
+    with pytest.raises(ValueError, match="unknown settings steps; settings are: ") as refused:
+        load_config(path)
+    assert "step_budget" in str(refused.value) and "max_steps" not in str(refused.value)
+
+
 def test_tiny_grpo_entry_point_trains_on_spider_questions(spider_dir, cache_dir, tmp_path):
     # The tiny GRPO run with no SFT model: a fresh tiny model is built, so it rarely calls a
     # tool; this checks the entry point's wiring (data, factory, trainer), not learning.

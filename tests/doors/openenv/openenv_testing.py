@@ -55,7 +55,7 @@ def running_server(settings: Settings, *, web: bool = False, port: int = 0) -> I
 async def play_oracle(env: SQLEnvClient, question: Question, budget: int) -> list[Any]:
     """Play the oracle over the client: `env_core.calls.drive`, awaiting each call."""
     results = []
-    calls = oracle_calls(question, budget)
+    calls = oracle_calls(question, budget, Settings.max_rows)
     call = next(calls)
     while True:
         result = await env.call(call.tool, **call.arguments)

@@ -10,6 +10,7 @@ from env_core.calls import ToolCall, drive
 from env_core.executor_limits import ExecutorLimits
 from env_core.manager import EpisodeManager
 from env_core.oracle import oracle_calls
+from env_core.settings import Settings
 from env_core.tools import TOOLS, TOOLS_BY_NAME
 
 
@@ -35,7 +36,7 @@ def test_tool_schema_matches_the_engine_tool(spider_manager, spec):
 
 def _mixed_calls(question, budget):
     """Every kind of call: a sample, fixable mistakes and a repeat, then the oracle's calls."""
-    oracle = oracle_calls(question, budget - 4)
+    oracle = oracle_calls(question, budget - 4, Settings.max_rows)
     first = next(oracle)
     table = first.arguments["table"] if first.tool == "describe" else "no_such_table"
     yield ToolCall("sample", {"table": table, "n": 2})
