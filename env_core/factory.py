@@ -10,6 +10,7 @@ from env_core.demo import resolve_data_dir
 from env_core.errors import DataError
 from env_core.layouts import detect_layout
 from env_core.manager import EpisodeManager, SessionConfig
+from env_core.mixed_catalog import MixedCatalog, check_question_files, data_entries
 from env_core.settings import Settings
 
 
@@ -33,19 +34,28 @@ def open_manager(settings: Settings | None = None, **changes: Any) -> EpisodeMan
     return EpisodeManager(catalog, config)
 
 
-def load_catalog(settings: Settings, splits: list[str] | None = None) -> Catalog:
-    """The catalog of the settings' data directory: their split, or `splits`."""
+def load_catalog(settings: Settings, splits: list[str] | None = None) -> Catalog | MixedCatalog:
+    """The catalog of the settings' data location: their split, or `splits`; of several
+    datasets when it names several (`env_core.mixed_catalog`)."""
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
     root = resolve_data_dir(settings.data_dir, cache_dir)
     limits = SessionConfig.of(settings).limits
-    return Catalog.load(
-        root,
-        splits or [settings.split],
-        cache_dir=cache_dir,
-        limits=limits,
-        databases_dir=_databases_dir(settings),
-        evidence=settings.evidence,
-    )
+    databases_dir = _databases_dir(settings)
+
+    def load(data_dir: Path, names: list[str]) -> Catalog:
+        return Catalog.load(
+            data_dir,
+            names,
+            cache_dir=cache_dir,
+            limits=limits,
+            databases_dir=databases_dir,
+            evidence=settings.evidence,
+        )
+
+    entries = data_entries(str(root))
+    if entries is None:
+        return load(root, splits or [settings.split])
+    return MixedCatalog.load(entries, splits or [settings.split], databases_dir, load)
 
 
 def check_split(settings: Settings) -> None:
@@ -53,7 +63,11 @@ def check_split(settings: Settings) -> None:
     file; for a server that loads a split's catalog only when a request asks for it."""
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
     root = resolve_data_dir(settings.data_dir, cache_dir)
-    detect_layout(root, _databases_dir(settings)).question_file(settings.split)
+    entries = data_entries(str(root))
+    if entries is None:
+        detect_layout(root, _databases_dir(settings)).question_file(settings.split)
+    else:
+        check_question_files(entries, [settings.split], _databases_dir(settings))
 
 
 def _databases_dir(settings: Settings) -> Path | None:

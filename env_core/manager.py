@@ -26,6 +26,7 @@ from env_core.errors import (
 )
 from env_core.executor import ReadOnlyExecutor
 from env_core.executor_limits import ExecutorLimits
+from env_core.mixed_catalog import MixedCatalog, select_questions
 from env_core.rewards import PROFILES, RewardConfig
 from env_core.sandbox import Sandbox, Work, finish
 from env_core.settings import Settings
@@ -87,7 +88,7 @@ class EpisodeManager:
 
     def __init__(
         self,
-        catalog: Catalog,
+        catalog: Catalog | MixedCatalog,
         config: SessionConfig | None = None,
         *,
         checker: AnswerChecker | None = None,
@@ -151,12 +152,14 @@ class EpisodeManager:
         question_id: str | None = None,
         db_id: str | None = None,
         split: str | None = None,
+        dataset: str | None = None,
     ) -> Question:
         """The question a selector names; the same seed and selector give the same question."""
-        _check_selectors(seed, {"question_id": question_id, "db_id": db_id, "split": split})
+        selectors = {"question_id": question_id, "db_id": db_id, "split": split, "dataset": dataset}
+        _check_selectors(seed, selectors)
         if question_id is not None:
             return self.catalog.question(question_id)
-        candidates = self.catalog.questions(split or self.config.split, db_id)
+        candidates = select_questions(self.catalog, split or self.config.split, db_id, dataset)
         rng = random.Random(seed) if seed is not None else self._rng
         return candidates[rng.randrange(len(candidates))]
 
@@ -167,6 +170,7 @@ class EpisodeManager:
         question_id: str | None = None,
         db_id: str | None = None,
         split: str | None = None,
+        dataset: str | None = None,
         episode_id: str | None = None,
         owner: str | None = None,
         client: str | None = None,
@@ -178,7 +182,7 @@ class EpisodeManager:
         counted as free: if this raises, they run on as they were."""
         _check_selectors(None, {"episode_id": episode_id})
         question = self.choose_question(
-            seed=seed, question_id=question_id, db_id=db_id, split=split
+            seed=seed, question_id=question_id, db_id=db_id, split=split, dataset=dataset
         )
         self.reap()
         key = (owner, episode_id) if episode_id else (None, uuid.uuid4().hex)
