@@ -10,6 +10,8 @@ from evals.metrics import GroupSummary, Proportion
 from evals.plots import TOOLS, draw_all
 from evals.run_folder import Run
 
+SUMMARY_COLUMNS = ("episodes", "success [95% CI]", "avg reward", "avg steps")
+
 
 def percent(p: Proportion) -> str:
     if p.n == 0:
@@ -34,13 +36,28 @@ def _group_cells(group: GroupSummary) -> list[str]:
 
 def summary_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
     """One row per run and hardness: the table the CLI prints and the report opens with."""
-    header = ["run", "hardness", "episodes", "success [95% CI]", "avg reward", "avg steps"]
+    if any(len(run.summary.by_dataset) > 1 for run in runs):
+        return _mixed_rows(runs)
+    header = ["run", "hardness", *SUMMARY_COLUMNS]
     rows = []
     for run in runs:
         rows.append([run.label, "all", *_group_cells(run.summary.overall)])
         for level, group in run.summary.by_hardness.items():
             if group.episodes:  # a level the run did not meet has nothing to show
                 rows.append(["", level, *_group_cells(group)])
+    return header, rows
+
+
+def _mixed_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
+    """One row per run, then per dataset and its difficulty labels: a run over several."""
+    header = ["run", "dataset", "hardness", *SUMMARY_COLUMNS]
+    rows = []
+    for run in runs:
+        rows.append([run.label, "all", "all", *_group_cells(run.summary.overall)])
+        for dataset, groups in run.summary.by_dataset.items():
+            shown = [(level, group) for level, group in groups.items() if group.episodes]
+            for index, (level, group) in enumerate(shown):
+                rows.append(["", "" if index else dataset, level, *_group_cells(group)])
     return header, rows
 
 
