@@ -15,8 +15,10 @@ from env_core.catalog import Catalog, Split, question_files
 from env_core.command_line import CommandParser, run_main
 from env_core.demo import resolve_data_dir
 from env_core.episode import Episode, ToolResult
+from env_core.errors import DataError
 from env_core.factory import open_manager
 from env_core.layouts import detect_layout, in_difficulty_order
+from env_core.mixed_catalog import data_entries
 from env_core.oracle import play_oracle
 from env_core.settings import OPTIONS, Settings, add_arguments, shown_value
 
@@ -103,7 +105,10 @@ def data_location(settings: Settings) -> tuple[Path, Path | None, Path | None]:
     """The data folder the settings name, its databases folder and the cache folder."""
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
     databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
-    return resolve_data_dir(settings.data_dir, cache_dir), databases_dir, cache_dir
+    data_dir = resolve_data_dir(settings.data_dir, cache_dir)
+    if data_entries(str(data_dir)) is not None:
+        raise DataError("this command reads one dataset at a time: give it each folder on its own")
+    return data_dir, databases_dir, cache_dir
 
 
 def run_prepare(args: argparse.Namespace) -> int:

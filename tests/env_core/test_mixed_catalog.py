@@ -3,6 +3,8 @@ and the BIRD fixture this project writes, served by one manager."""
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -155,4 +157,22 @@ def test_a_bad_data_location_is_a_short_error_and_loads_nothing(
         open_manager(settings)
     with pytest.raises(DataError, match=error):
         check_split(settings)
+    assert not (tmp_path / "cache").exists()
+
+
+@pytest.mark.parametrize("command", ["check", "prepare"])
+def test_data_commands_take_one_dataset_at_a_time(command, spider_dir, bird_dir, tmp_path):
+    data_dir = location(str(spider_dir), str(bird_dir))
+    done = subprocess.run(
+        [sys.executable, "-m", "env_core.cli", "data", command, "--data-dir", data_dir],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SQLENV_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"sqlenv data {command}: this command reads one dataset at a time: give it each folder "
+        "on its own\n"
+    )
     assert not (tmp_path / "cache").exists()
