@@ -176,3 +176,21 @@ def test_data_commands_take_one_dataset_at_a_time(command, spider_dir, bird_dir,
         "on its own\n"
     )
     assert not (tmp_path / "cache").exists()
+
+
+def test_the_settings_variable_names_several_datasets_too(spider_dir, bird_dir, cache_dir):
+    environ = {
+        "SQLENV_DATA_DIR": location(f"dk={shared_data('spider-dk')}", str(bird_dir)),
+        "SQLENV_DATABASES_DIR": str(spider_dir / "database"),
+        "SQLENV_SPLIT": "dev",
+        "SQLENV_CACHE_DIR": str(cache_dir),
+    }
+    with pytest.raises(DataError, match="dataset 'dk': no question file for split 'dev'"):
+        open_manager(Settings.from_environment(environ))
+    environ["SQLENV_DATA_DIR"] = location(f"dk={shared_data('spider-dk')}@Spider-DK", str(bird_dir))
+    manager = open_manager(Settings.from_environment(environ))
+    try:
+        assert set(manager.catalog.catalogs) == {"dk", "bird"}
+        assert manager.choose_question(seed=2, dataset="dk").id.startswith("dk/Spider-DK:")
+    finally:
+        manager.shutdown()
