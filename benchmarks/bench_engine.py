@@ -22,8 +22,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from env_core.catalog import Catalog
+from env_core.manager import EpisodeManager, SessionConfig
 from env_core.read_only import quote_identifier
-from env_core.manager import SessionConfig, EpisodeManager
 from env_core.sql_analysis import referenced_tables
 
 # The first call of each distinct sample and query: ours runs a query's in the sandbox unless

@@ -60,12 +60,12 @@ import psutil
 from bench_engine import bare_call, bare_connection
 
 from doors.openenv.client import SQLEnvClient
-from serving.asgi import listening_socket
 from env_core.catalog import Catalog
-from serving.parent_watch import stop_with_parent
 from env_core.schemas import SCHEMAS
 from env_core.settings import Settings
+from serving.asgi import listening_socket
 from serving.local_server import LocalServer
+from serving.parent_watch import stop_with_parent
 
 QUESTION = "dev_without_wta_1:1"  # concert_singer: names, countries and ages of singers
 LATENCY_CALLS = {
@@ -98,7 +98,7 @@ def our_observations(catalog: Catalog, split: str) -> dict[str, dict[str, Any]]:
     from openenv.core.env_server.mcp_types import CallToolAction
 
     from doors.openenv.environment import SQLExploreEnvironment
-    from env_core.manager import SessionConfig, EpisodeManager
+    from env_core.manager import EpisodeManager, SessionConfig
 
     manager = EpisodeManager(catalog, SessionConfig(split=split, max_steps=MAX_STEPS))
     environment = SQLExploreEnvironment(manager)
@@ -119,7 +119,7 @@ class BareDatabases:
     per database, opened on first use and reused, as ours shares one."""
 
     def __init__(self, catalog: Catalog, split: str) -> None:
-        from env_core.manager import SessionConfig, EpisodeManager
+        from env_core.manager import EpisodeManager, SessionConfig
 
         self.catalog = catalog
         # Only for its choice of question: no episode is opened, nor any SQL worker started.

@@ -12,8 +12,8 @@ from mcp.shared.memory import create_connected_server_and_client_session as conn
 from env_core.catalog import Catalog
 from env_core.executor import ReadOnlyExecutor
 from env_core.executor_limits import ExecutorLimits
+from env_core.manager import EpisodeManager, SessionConfig
 from env_core.read_only import quote_identifier
-from env_core.manager import SessionConfig, EpisodeManager
 from sqlenv_mcp.episodes import Connections
 from sqlenv_mcp.explorer import UserDatabases
 from sqlenv_mcp.server import build_episode_server, build_explorer_server

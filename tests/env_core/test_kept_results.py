@@ -14,8 +14,8 @@ from mcp.types import JSONRPCMessage, JSONRPCResponse
 
 from env_core.errors import QueryRejectedError
 from env_core.executor import ReadOnlyExecutor
+from env_core.manager import EpisodeManager, SessionConfig
 from env_core.reuse import KEPT, PROVEN
-from env_core.manager import SessionConfig, EpisodeManager
 from sqlenv_mcp.results import step_result
 
 CONCERT = "concert_singer"

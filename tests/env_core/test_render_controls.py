@@ -13,8 +13,8 @@ import pytest
 
 from env_core import render
 from env_core.catalog import Catalog
+from env_core.manager import EpisodeManager, SessionConfig
 from env_core.render import Column, ForeignKey, QueryResult, TableSchema
-from env_core.manager import SessionConfig, EpisodeManager
 
 TITLE = "\x1b]0;pwned\x07"  # OSC: set the terminal's title
 RED = "\x1b[31m"  # CSI: switch to red

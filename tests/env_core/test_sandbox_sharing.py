@@ -16,6 +16,7 @@ from adversarial import CONCERT
 
 from env_core.errors import QueryTimeoutError, ServerBusyError, error_data
 from env_core.executor_limits import ExecutorLimits
+from env_core.manager import EpisodeManager, SessionConfig
 from env_core.sandbox import (
     START_RETRY_S,
     STARTER_THREAD,
@@ -24,7 +25,6 @@ from env_core.sandbox import (
     finish_async,
     waiting_limit,
 )
-from env_core.manager import SessionConfig, EpisodeManager
 
 # ~0.06 s in a worker on a quick machine, ~0.15 s on a slower one.
 SLOW = (

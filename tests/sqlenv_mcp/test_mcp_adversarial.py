@@ -8,8 +8,8 @@ from mcp_processes import stdio_session
 from env_core.errors import QueryRejectedError, ToolError
 from env_core.executor import ReadOnlyExecutor
 from env_core.executor_limits import ExecutorLimits
-from env_core.render import error_text
 from env_core.manager import SessionConfig
+from env_core.render import error_text
 
 pytestmark = pytest.mark.anyio
 TIMEOUT_S = 0.5

@@ -10,8 +10,8 @@ from transformers.utils import get_json_schema
 from doors.trl import SQLEnvTRL, environment_factory, episode_reward, tool_methods
 from env_core.calls import ToolCall, drive
 from env_core.executor_limits import ExecutorLimits
-from env_core.oracle import oracle_calls
 from env_core.manager import EpisodeManager
+from env_core.oracle import oracle_calls
 from env_core.tools import TOOLS, TOOLS_BY_NAME
 
 
@@ -81,8 +81,8 @@ def test_same_episode_through_trl_and_engine_gives_same_text_and_rewards(
 
 
 def test_an_unanswered_rollout_is_scored_as_a_wrong_answer(spider_manager):
+    from env_core.manager import EpisodeManager, SessionConfig
     from env_core.rewards import RewardConfig
-    from env_core.manager import SessionConfig, EpisodeManager
 
     config = SessionConfig(split="dev_without_wta_1", rewards=RewardConfig.profile("potential"))
     environment = SQLEnvTRL(EpisodeManager(spider_manager.catalog, config))
