@@ -106,7 +106,7 @@ def data_location(settings: Settings) -> tuple[Path, Path | None, Path | None]:
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
     databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
     data_dir = resolve_data_dir(settings.data_dir, cache_dir)
-    if data_entries(str(data_dir)) is not None:
+    if data_entries(str(data_dir), databases_dir) is not None:
         raise DataError("this command reads one dataset at a time: give it each folder on its own")
     return data_dir, databases_dir, cache_dir
 

@@ -52,7 +52,7 @@ def load_catalog(settings: Settings, splits: list[str] | None = None) -> Catalog
             evidence=settings.evidence,
         )
 
-    entries = data_entries(str(root))
+    entries = data_entries(str(root), databases_dir)
     if entries is None:
         return load(root, splits or [settings.split])
     return MixedCatalog.load(entries, splits or [settings.split], databases_dir, load)
@@ -63,7 +63,7 @@ def check_split(settings: Settings) -> None:
     file; for a server that loads a split's catalog only when a request asks for it."""
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
     root = resolve_data_dir(settings.data_dir, cache_dir)
-    entries = data_entries(str(root))
+    entries = data_entries(str(root), _databases_dir(settings))
     if entries is None:
         detect_layout(root, _databases_dir(settings)).question_file(settings.split)
     else:

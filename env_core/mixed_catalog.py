@@ -1,9 +1,11 @@
 """Several datasets served as one catalog, for a run that draws from all of them.
 
 The data location names them separated by `os.pathsep` (``:`` on Linux and macOS), each as
-``[NAME=]DIR[@SPLIT]``: NAME defaults to the folder's name, SPLIT to the split the run asks
-for (a dataset whose questions are in a file of another name, like Spider-DK's ``Spider-DK``,
-names it). One folder with neither NAME nor SPLIT is one dataset, served as it always was.
+``[NAME=]DIR[@SPLIT]``. NAME defaults to the dataset the folder's layout reads (``spider``,
+``spider-syn``, ``spider-dk``, ``bird``, ``spider2-lite``, ``own``), the dataset its questions
+name when it is served alone; SPLIT defaults to the split the run asks for (a dataset whose
+questions are in a file of another name, like Spider-DK's ``Spider-DK``, names it). One folder
+with neither NAME nor SPLIT is one dataset, served as it always was.
 
 Across datasets a question id is ``NAME/SPLIT:N`` and its dataset is NAME. A database keeps its
 id unless two datasets give different files one name: then each is ``NAME/DB``. Spider-Syn
@@ -28,7 +30,8 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 @dataclass(frozen=True)
 class DataEntry:
-    """One dataset of a data location: its name, folder and, if it names one, its split."""
+    """One dataset of a data location: its name ("" until its layout names it), folder and, if
+    it names one, its split."""
 
     name: str
     root: Path
@@ -38,12 +41,19 @@ class DataEntry:
         return self.split or asked
 
 
-def data_entries(location: str) -> list[DataEntry] | None:
+def data_entries(location: str, databases_dir: Path | None = None) -> list[DataEntry] | None:
     """The datasets a data location names, or None when it is one plain folder. DataError
-    for a location that cannot be read: an empty entry, a name used twice, a missing folder."""
+    for a location that cannot be read: an empty entry, a missing folder, a name used twice."""
     entries = [_parse(text) for text in location.split(os.pathsep)]
-    if len(entries) == 1 and entries[0].split is None and entries[0].root == Path(location):
+    if len(entries) == 1 and not entries[0].name and entries[0].split is None:
         return None
+    for index, entry in enumerate(entries):
+        if not entry.root.is_dir():
+            where = f"dataset {entry.name!r}: " if entry.name else ""
+            raise DataError(f"{where}{entry.root} is not a folder")
+        if not entry.name:
+            layout = detect_layout(entry.root, databases_dir)
+            entries[index] = dataclasses.replace(entry, name=layout.dataset)
     names = [entry.name for entry in entries]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
@@ -51,9 +61,6 @@ def data_entries(location: str) -> list[DataEntry] | None:
             f"two datasets are named {', '.join(map(repr, twice))}; name them apart with "
             "NAME=DIR (see docs/datasets.md)"
         )
-    for entry in entries:
-        if not entry.root.is_dir():
-            raise DataError(f"dataset {entry.name!r}: {entry.root} is not a folder")
     return entries
 
 
@@ -69,11 +76,7 @@ def _parse(text: str) -> DataEntry:
     folder, at, split = rest.rpartition("@")
     if not (at and folder and _NAME.fullmatch(split)):
         folder, split = rest, ""
-    root = Path(folder)
-    name = name or root.resolve().name
-    if not _NAME.fullmatch(name):
-        raise DataError(f"{shown(text)} gives no dataset name; write NAME=DIR")
-    return DataEntry(name, root, split or None)
+    return DataEntry(name, Path(folder), split or None)
 
 
 class MixedCatalog:

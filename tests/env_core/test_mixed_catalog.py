@@ -194,3 +194,20 @@ def test_the_settings_variable_names_several_datasets_too(spider_dir, bird_dir, 
         assert manager.choose_question(seed=2, dataset="dk").id.startswith("dk/Spider-DK:")
     finally:
         manager.shutdown()
+
+
+def test_a_dataset_is_named_after_its_layout_unless_named(tmp_path, spider_dir, cache_dir):
+    release = write_fixture("bird", tmp_path / "dev_20240627")  # BIRD's release folder name
+    demo = demo_data_dir(cache_dir)
+    settings = Settings(data_dir=location(str(demo), str(release)), cache_dir=str(cache_dir))
+    manager = open_manager(settings)
+    try:
+        assert set(manager.catalog.catalogs) == {"spider", "bird"}
+        assert manager.choose_question(seed=0, dataset="bird").id.startswith("bird/dev:")
+    finally:
+        manager.shutdown()
+    with pytest.raises(DataError, match="two datasets are named 'spider'; name them apart"):
+        open_manager(settings, data_dir=location(str(demo), str(spider_dir)))
+    named = open_manager(settings, data_dir=location(f"demo={demo}", f"{spider_dir}@dev"))
+    named.shutdown()
+    assert set(named.catalog.catalogs) == {"demo", "spider"}
