@@ -13,7 +13,7 @@ from importlib.metadata import entry_points
 from env_core.catalog import Split, question_files
 from env_core.command_line import CommandParser, run_main
 from env_core.episode import Episode, ToolResult
-from env_core.factory import data_location, load_catalog, open_manager
+from env_core.factory import load_catalog, one_dataset, open_manager
 from env_core.layouts import detect_layout, in_difficulty_order
 from env_core.oracle import play_oracle
 from env_core.progress import PreparationProgress
@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run_prepare(args: argparse.Namespace) -> int:
     settings = Settings.from_arguments(args)
-    data_dir, databases_dir, _ = data_location(settings)
+    data_dir, databases_dir, _ = one_dataset(settings)
     splits = list(question_files(data_dir, databases_dir)) if args.all_splits else [settings.split]
     load = functools.partial(load_catalog, settings)
     layout = detect_layout(data_dir, databases_dir)
@@ -124,7 +124,7 @@ def run_prepare(args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     settings = Settings.from_arguments(args)
-    data_dir, databases_dir, _ = data_location(settings)
+    data_dir, databases_dir, _ = one_dataset(settings)
     splits = list(question_files(data_dir, databases_dir))
     catalog = load_catalog(settings, splits, progress=PreparationProgress())
     print(f"data: {data_dir} ({catalog.layout.dataset} layout)")

@@ -11,6 +11,7 @@ from env_core.errors import DataError
 from env_core.gold_queries import GoldBounds
 from env_core.layouts import detect_layout
 from env_core.manager import EpisodeManager, executor_limits
+from env_core.mixed_catalog import MixedCatalog, check_question_files, data_entries
 from env_core.settings import Settings
 
 
@@ -33,37 +34,61 @@ def open_manager(settings: Settings | None = None, **changes: Any) -> EpisodeMan
     return EpisodeManager(catalog, settings)
 
 
-def load_catalog(settings: Settings, splits: list[str] | None = None, **options: Any) -> Catalog:
-    """The catalog of the settings' data directory: their split, or `splits`. Its gold
-    queries run under the agent's limits, so a gold the agent could not run is excluded.
-    `options`: `Catalog.load`'s `refresh` and `progress`."""
+def load_catalog(
+    settings: Settings, splits: list[str] | None = None, **options: Any
+) -> Catalog | MixedCatalog:
+    """The catalog of the settings' data location: their split, or `splits`; of several
+    datasets when it names several (`env_core.mixed_catalog`). Its gold queries run under the
+    agent's limits, so a gold the agent could not run is excluded. `options`: `Catalog.load`'s
+    `refresh` and `progress`."""
     root, databases_dir, cache_dir = data_location(settings)
-    return Catalog.load(
-        root,
-        splits or [settings.split],
-        cache_dir=cache_dir,
-        golds=GoldBounds(executor_limits(settings), settings.sql_memory_mb, settings.sql_workers),
-        databases_dir=databases_dir,
-        evidence=settings.evidence,
-        **options,
-    )
+    golds = GoldBounds(executor_limits(settings), settings.sql_memory_mb, settings.sql_workers)
+
+    def load(data_dir: Path, names: list[str]) -> Catalog:
+        return Catalog.load(
+            data_dir,
+            names,
+            cache_dir=cache_dir,
+            golds=golds,
+            databases_dir=databases_dir,
+            evidence=settings.evidence,
+            **options,
+        )
+
+    entries = data_entries(str(root), databases_dir)
+    if entries is None:
+        return load(root, splits or [settings.split])
+    return MixedCatalog.load(entries, splits or [settings.split], databases_dir, load)
 
 
 def check_split(settings: Settings) -> None:
     """`DataError` listing the splits there are unless the settings' split has a question
-    file; for a server that loads a split's catalog only when a request asks for it."""
+    file (in each dataset named); for a server that loads a split's catalog only when a
+    request asks for it."""
     root, databases_dir, _ = data_location(settings)
-    detect_layout(root, databases_dir).question_file(settings.split)
+    entries = data_entries(str(root), databases_dir)
+    if entries is None:
+        detect_layout(root, databases_dir).question_file(settings.split)
+    else:
+        check_question_files(entries, [settings.split], databases_dir)
 
 
 def split_names(settings: Settings) -> list[str]:
     """The splits of the settings' data directory: its question files."""
-    root, databases_dir, _ = data_location(settings)
+    root, databases_dir, _ = one_dataset(settings)
     return list(question_files(root, databases_dir))
 
 
 def data_location(settings: Settings) -> tuple[Path, Path | None, Path | None]:
-    """The data folder the settings name, its databases folder and the cache folder."""
+    """The data location the settings name, its databases folder and the cache folder."""
     cache_dir = Path(settings.cache_dir) if settings.cache_dir else None
     databases_dir = Path(settings.databases_dir) if settings.databases_dir else None
     return resolve_data_dir(settings.data_dir, cache_dir), databases_dir, cache_dir
+
+
+def one_dataset(settings: Settings) -> tuple[Path, Path | None, Path | None]:
+    """`data_location` for what reads one dataset at a time; `DataError` if it names several."""
+    location = data_location(settings)
+    if data_entries(str(location[0]), location[1]) is not None:
+        raise DataError("this command reads one dataset at a time: give it each folder on its own")
+    return location

@@ -26,6 +26,7 @@ from env_core.errors import (
 )
 from env_core.executor import ReadOnlyExecutor
 from env_core.executor_limits import ExecutorLimits
+from env_core.mixed_catalog import MixedCatalog, select_questions
 from env_core.rewards import PROFILES, RewardConfig
 from env_core.sandbox import Sandbox, Work, finish
 from env_core.settings import Settings
@@ -49,7 +50,7 @@ class EpisodeStats:
 
 
 # The options that name a question, as `EpisodeManager.choose_question` takes them.
-SELECTORS = ("seed", "question_id", "db_id", "split")
+SELECTORS = ("seed", "question_id", "db_id", "split", "dataset")
 
 
 class EpisodeManager:
@@ -57,7 +58,7 @@ class EpisodeManager:
 
     def __init__(
         self,
-        catalog: Catalog,
+        catalog: Catalog | MixedCatalog,
         settings: Settings | None = None,
         *,
         rewards: RewardConfig | None = None,
@@ -127,12 +128,14 @@ class EpisodeManager:
         question_id: str | None = None,
         db_id: str | None = None,
         split: str | None = None,
+        dataset: str | None = None,
     ) -> Question:
         """The question a selector names; the same seed and selector give the same question."""
-        _check_selectors(seed, {"question_id": question_id, "db_id": db_id, "split": split})
+        selectors = {"question_id": question_id, "db_id": db_id, "split": split, "dataset": dataset}
+        _check_selectors(seed, selectors)
         if question_id is not None:
             return self.catalog.question(question_id)
-        candidates = self.catalog.questions(split or self.settings.split, db_id)
+        candidates = select_questions(self.catalog, split or self.settings.split, db_id, dataset)
         rng = random.Random(seed) if seed is not None else self._rng
         return candidates[rng.randrange(len(candidates))]
 

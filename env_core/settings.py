@@ -221,7 +221,8 @@ OPTIONS: tuple[Option, ...] = (
         "--data-dir",
         _text,
         "data",
-        "data directory (Spider, BIRD or your own layout; docs/datasets.md)",
+        f"data directory (Spider, BIRD or your own layout), or several as [NAME=]DIR[@SPLIT] "
+        f"joined by {os.pathsep!r} (docs/datasets.md)",
         "DIR",
         shown_default="the embedded demo",
     ),

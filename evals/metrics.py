@@ -70,6 +70,8 @@ class Summary:
     tool_use: dict[str, int]
     errors: dict[str, int]
     notes: dict[str, int]
+    # Each dataset's episodes ("all") and its difficulty labels, for a run over several.
+    by_dataset: dict[str, dict[str, GroupSummary]]
 
     @classmethod
     def of(cls, records: Sequence[EpisodeRecord]) -> Summary:
@@ -79,18 +81,33 @@ class Summary:
             notes.update(record.notes)
         return cls(
             overall=GroupSummary.of(records),
-            by_hardness={
-                level: GroupSummary.of([r for r in records if r.hardness == level])
-                for level in _levels(records)
-            },
+            by_hardness=_by_label(records),
             answered=sum(r.answered for r in records),
             tool_use=dict(sorted(Counter(step.tool for step in steps).items())),
             errors=dict(sorted(Counter(s.error for s in steps if s.error).items())),
             notes=dict(sorted(notes.items())),
+            by_dataset={
+                dataset: {"all": GroupSummary.of(part), **_by_label(part)}
+                for dataset, part in _by_dataset(records).items()
+            },
         )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _by_label(records: Sequence[EpisodeRecord]) -> dict[str, GroupSummary]:
+    return {
+        level: GroupSummary.of([r for r in records if r.hardness == level])
+        for level in _levels(records)
+    }
+
+
+def _by_dataset(records: Sequence[EpisodeRecord]) -> dict[str, list[EpisodeRecord]]:
+    datasets: dict[str, list[EpisodeRecord]] = {}
+    for record in records:
+        datasets.setdefault(record.dataset, []).append(record)
+    return dict(sorted(datasets.items()))
 
 
 def _levels(records: Sequence[EpisodeRecord]) -> list[str]:

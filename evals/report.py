@@ -37,11 +37,14 @@ def _group_cells(group: GroupSummary, official: bool) -> list[str]:
 def summary_rows(runs: Sequence[Run]) -> tuple[list[str], list[list[str]]]:
     """One row per run and hardness: the table the CLI prints and the report opens with. Beside
     the success (the environment's verdict), the official metric of a dataset that has one of
-    another kind (`evals.official`), named in its column's header."""
+    another kind (`evals.official`), named in its column's header. A run over several datasets
+    has a row per dataset and each of its own difficulty labels."""
     names = official_metrics(runs)
     official = [f"{' / '.join(names)} [95% CI]"] if names else []
-    header = ["run", "hardness", "episodes", "success [95% CI]", *official]
-    header += ["avg reward", "avg steps"]
+    columns = ["episodes", "success [95% CI]", *official, "avg reward", "avg steps"]
+    if any(len(run.summary.by_dataset) > 1 for run in runs):
+        return _mixed_rows(runs, columns, bool(names))
+    header = ["run", "hardness", *columns]
     rows = []
     for run in runs:
         rows.append([run.label, "all", *_group_cells(run.summary.overall, bool(names))])
@@ -55,6 +58,22 @@ def official_metrics(runs: Sequence[Run]) -> list[str]:
     """The names of the official metrics the runs' datasets are scored by beside the verdict."""
     datasets = {record.dataset for run in runs for record in run.records}
     return [name for dataset, (name, _) in METRICS.items() if dataset in datasets]
+
+
+def _mixed_rows(
+    runs: Sequence[Run], columns: list[str], official: bool
+) -> tuple[list[str], list[list[str]]]:
+    """One row per run, then per dataset and its difficulty labels: a run over several."""
+    header = ["run", "dataset", "hardness", *columns]
+    rows = []
+    for run in runs:
+        rows.append([run.label, "all", "all", *_group_cells(run.summary.overall, official)])
+        for dataset, groups in run.summary.by_dataset.items():
+            shown = [(level, group) for level, group in groups.items() if group.episodes]
+            for index, (level, group) in enumerate(shown):
+                cells = _group_cells(group, official)
+                rows.append(["", "" if index else dataset, level, *cells])
+    return header, rows
 
 
 def text_table(header: list[str], rows: list[list[str]]) -> str:

@@ -163,7 +163,7 @@ def play(manager: EpisodeManager, question: Question, strategy: Strategy) -> Out
     """One episode of `strategy`, scored as GRPO scores it."""
     episode = manager.create(question_id=question.id)
     try:
-        max_rows = manager.config.limits.max_rows
+        max_rows = manager.limits.max_rows
         context = EpisodeContext(episode.start, question, random.Random(0), max_rows=max_rows)
         drive(
             strategy(context),

@@ -147,6 +147,10 @@ START_PARAMETERS = object_schema(
         "question_id": {"type": "string", "description": "A question id such as dev:12."},
         "db_id": {"type": "string", "description": "Draw from this database only."},
         "split": {"type": "string", "description": "Draw from this split."},
+        "dataset": {
+            "type": "string",
+            "description": "Draw from this dataset, where several are served.",
+        },
         "seed": {"type": "integer", "minimum": 0, "description": "Seed for the random choice."},
         "keep_previous": {
             "type": "boolean",

@@ -1,4 +1,5 @@
-"""Task datasets for GRPO: one row per question, the prompt plus the ids `SQLEnvTRL.reset` reads."""
+"""Task datasets for GRPO: one row per question, the prompt plus the ids `SQLEnvTRL.reset` reads
+and the question's dataset (its id names it too when a run mixes several)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from datasets import Dataset
 
 from env_core.catalog import Catalog, Question
 from env_core.contract import opening_messages
+from env_core.mixed_catalog import MixedCatalog
 
 
 def task_prompt() -> list[dict[str, str]]:
@@ -22,13 +24,14 @@ def task_row(question: Question) -> dict[str, Any]:
     return {
         "prompt": task_prompt(),
         "question_id": question.id,
+        "dataset": question.dataset,
         "db_id": question.db_id,
         "hardness": question.hardness,
     }
 
 
 def choose_questions(
-    catalog: Catalog, split: str, limit: int | None = None, seed: int = 0
+    catalog: Catalog | MixedCatalog, split: str, limit: int | None = None, seed: int = 0
 ) -> list[Question]:
     """The split's questions in a seeded random order, cut to `limit`."""
     questions = list(catalog.questions(split))
@@ -37,5 +40,5 @@ def choose_questions(
 
 
 def task_dataset(questions: Sequence[Question]) -> Dataset:
-    """A GRPO dataset: columns `prompt`, `question_id`, `db_id`, `hardness`."""
+    """A GRPO dataset: columns `prompt`, `question_id`, `dataset`, `db_id`, `hardness`."""
     return Dataset.from_list([task_row(question) for question in questions])

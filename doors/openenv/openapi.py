@@ -30,8 +30,9 @@ WEBSOCKET_SESSION = """\
 One connection is one session holding one episode at a time (the typed client \
 `doors.openenv.client.SQLEnvClient` speaks this protocol). Send JSON text frames:
 
-* `{"type": "reset", "data": {"question_id"?, "db_id"?, "split"?, "seed"?}}`: start an episode; \
-answered with an `observation` frame whose `data.observation` is an `EpisodeObservation`.
+* `{"type": "reset", "data": {"question_id"?, "db_id"?, "split"?, "dataset"?, "seed"?}}`: \
+start an episode; answered with an `observation` frame whose `data.observation` is an \
+`EpisodeObservation`.
 * `{"type": "step", "data": CallToolAction}`, e.g. `{"type": "call_tool", "tool_name": "query", \
 "arguments": {"sql": "SELECT ..."}}`: one tool call; answered with `data = {"observation": \
 CallToolObservation, "reward", "done"}`. `{"type": "step", "data": ListToolsAction}` lists the \

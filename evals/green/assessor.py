@@ -30,9 +30,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from env_core.catalog import Catalog
-from env_core.errors import SQLEnvError, shortened, shown
+from env_core.errors import SQLEnvError, UnknownQuestionError, shortened, shown
 from env_core.factory import load_catalog, split_names
 from env_core.manager import EpisodeManager, executor_limits
+from env_core.mixed_catalog import select_questions
 from env_core.sandbox import Sandbox
 from env_core.settings import Settings
 from evals.green.request import AssessmentRequest, RequestError
@@ -204,7 +205,10 @@ class Assessor:
             changes["max_steps"] = config.max_steps
         settings = self.settings.replace(**changes)
         catalog = self._catalog(settings)
-        questions = catalog.splits[settings.split].questions
+        try:
+            questions = select_questions(catalog, settings.split, None, config.dataset)
+        except UnknownQuestionError as error:
+            raise RequestError(f"config.dataset: {error}") from None
         if not questions:
             others = [name for name in split_names(settings) if name != settings.split]
             raise RequestError(

@@ -29,6 +29,7 @@ class AssessmentConfig(BaseModel):
     episodes: int | Literal["all"] = "all"
     seed: int = 0
     split: Annotated[str, Field(min_length=1, max_length=100, pattern=SPLIT_NAME)] | None = None
+    dataset: Annotated[str, Field(min_length=1, max_length=100, pattern=SPLIT_NAME)] | None = None
     max_steps: Annotated[int, Field(ge=STEP_BUDGET_RANGE[0], le=STEP_BUDGET_RANGE[1])] | None = None
     episode_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 300.0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from trl.chat_template_utils import (
     add_response_schema,
@@ -13,6 +14,7 @@ from trl.chat_template_utils import (
 
 from doors.trl import SQLEnvTRL
 from env_core.contract import opening_messages
+from env_core.factory import open_manager
 from training.datasets import choose_questions, task_dataset
 from training.tiny import build_tokenizer, render_corpus
 from training.tool_calls import is_well_formed
@@ -31,13 +33,33 @@ def test_task_rows_reset_the_question_they_name(spider_manager, spider_catalog):
     questions = choose_questions(spider_catalog, SPLIT, limit=6, seed=3)
     assert questions == choose_questions(spider_catalog, SPLIT, limit=6, seed=3)
     dataset = task_dataset(questions)
-    assert dataset.column_names == ["prompt", "question_id", "db_id", "hardness"]
+    assert dataset.column_names == ["prompt", "question_id", "dataset", "db_id", "hardness"]
     environment = SQLEnvTRL(spider_manager)
     for row, question in zip(dataset, questions, strict=True):
         assert row["prompt"] == opening_messages("")  # TRL appends reset's text to the last
         opening = environment.reset(**row)  # the whole row, as GRPOTrainer passes it
         assert environment.episode.question == question
         assert opening.startswith(f"Question: {question.text}\nDatabase: {question.db_id}\n")
+
+
+def test_rows_of_a_mixed_run_name_their_dataset_and_reset_its_question(spider_dir, cache_dir):
+    dk = (spider_dir / ".." / "spider-dk").resolve()
+    assert dk.is_dir(), f"Spider-DK data directory not found at {dk}; the tests need it there"
+    data_dir = os.pathsep.join([f"{spider_dir}@{SPLIT}", f"{dk}@Spider-DK"])
+    manager = open_manager(
+        data_dir=data_dir, databases_dir=str(spider_dir / "database"), cache_dir=str(cache_dir)
+    )
+    try:
+        questions = choose_questions(manager.catalog, "dev", limit=40, seed=1)
+        rows = task_dataset(questions)
+        assert {row["dataset"] for row in rows} == {"spider", "spider-dk"}
+        environment = SQLEnvTRL(manager)
+        for row in rows.select(range(8)):
+            assert row["question_id"].startswith(f"{row['dataset']}/")
+            environment.reset(**row)
+            assert environment.episode.question.id == row["question_id"]
+    finally:
+        manager.shutdown()
 
 
 def test_oracle_transcripts_replay_the_engine_and_answer_correctly(spider_manager, spider_catalog):
