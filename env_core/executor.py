@@ -60,7 +60,7 @@ from env_core.result_budget import fetch
 from env_core.reuse import KEPT, PROVEN, CallKey
 from env_core.sandbox import Job, Sandbox, Work, finish
 from env_core.schemas import SCHEMAS, ascii_folded, first_words
-from env_core.tools import check_text
+from env_core.tools import SAMPLE_ROWS, check_text
 
 # Bounds a row of a table sampled in process: columns x the value-size limit.
 INLINE_SAMPLE_COLUMNS = 256
@@ -171,14 +171,14 @@ class ReadOnlyExecutor:
         name = self.resolve_table(table)  # first: it may read a changed schema
         return self._schema[name]
 
-    def sample(self, table: str, n: int = 5) -> QueryResult:
+    def sample(self, table: str, n: int = SAMPLE_ROWS) -> QueryResult:
         return finish(self.sample_work(self.describe(table), n))
 
     def query(self, sql: str, max_rows: int | None = None) -> QueryResult:
         return finish(self.query_work(sql, max_rows))
 
     def sample_work(
-        self, schema: TableSchema, n: int = 5, *, client: str | None = None
+        self, schema: TableSchema, n: int = SAMPLE_ROWS, *, client: str | None = None
     ) -> Work[QueryResult]:
         """Sample a table (as `describe` returned it) as a call (see `env_core.sandbox`): the
         result kept (`KEPT`) if it was read before, else in process on a plain table, whose

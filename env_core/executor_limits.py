@@ -13,7 +13,7 @@ from env_core.settings import Settings
 class ExecutorLimits:
     timeout_s: float = Settings.query_timeout_s
     max_rows: int = Settings.max_rows
-    max_sample_rows: int = 20
+    max_sample_rows: int = Settings.max_rows
     max_sql_chars: int = 8_000
     max_cell_chars: int = 500
     max_result_chars: int = MAX_TEXT_CHARS
