@@ -205,10 +205,12 @@ class Assessor:
             changes["max_steps"] = config.max_steps
         settings = self.settings.replace(**changes)
         catalog = self._catalog(settings)
-        try:
-            questions = select_questions(catalog, settings.split, None, config.dataset)
-        except UnknownQuestionError as error:
-            raise RequestError(f"config.dataset: {error}") from None
+        questions = catalog.splits[settings.split].questions
+        if config.dataset is not None:
+            try:
+                questions = select_questions(catalog, settings.split, None, config.dataset)
+            except UnknownQuestionError as error:
+                raise RequestError(f"config.dataset: {error}") from None
         if not questions:
             others = [name for name in split_names(settings) if name != settings.split]
             raise RequestError(
