@@ -213,8 +213,7 @@ class Episode:
                 check_arguments(spec, arguments)
                 if spec.handler is None:
                     return self._answer(arguments)
-                target = Target(self.executor, self.client, self.column_notes)
-                explored = yield from spec.handler(target, arguments)
+                explored = yield from spec.handler(self._target, arguments)
             except ToolError as error:
                 return self._failed(tool, error, arguments)
             except GeneratorExit:
@@ -247,6 +246,11 @@ class Episode:
     def _limits(self) -> tuple[int, int]:
         """The row limits the tools are described under: its executor's."""
         return self.executor.limits.max_rows, self.executor.limits.max_sample_rows
+
+    @functools.cached_property
+    def _target(self) -> Target:
+        """What this episode's calls explore (the same for all of them)."""
+        return Target(self.executor, self.client, self.column_notes)
 
     @functools.cached_property
     def _tools(self) -> dict[str, ToolSpec]:

@@ -14,7 +14,7 @@ import functools
 import inspect
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from env_core import render
 from env_core.errors import InvalidArgumentError, listed
@@ -25,17 +25,17 @@ if TYPE_CHECKING:
     from env_core.sandbox import Work
 
 
-@dataclass(frozen=True)
-class Explored:
+class Explored(NamedTuple):
     """What a tool that explores returns: text for language models, data for programs, and
-    the table it looked at (the rewards count the tables explored), if any."""
+    the table it looked at (the rewards count the tables explored), if any. A tuple: one is
+    made on every call."""
 
     text: str
     data: dict[str, Any]
     table: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Target:
     """What a call explores: a database's `ReadOnlyExecutor` (whose module imports this one),
     the client asking (the sandbox shares its workers out by client) and what the dataset
@@ -240,10 +240,10 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
     missing = [name for name in spec.parameters.get("required", []) if name not in arguments]
     if missing:
         raise InvalidArgumentError(f"{tool} needs {', '.join(missing)}")
+    any_value = spec.ends_episode  # an answer may be any JSON value: the checker reads it
     for name, value in arguments.items():
         expected = properties[name]["type"]
-        # An answer may come as any JSON value (a list of rows): the checker reads it.
-        if expected == "string" and not spec.ends_episode and not isinstance(value, str):
+        if expected == "string" and not any_value and not isinstance(value, str):
             raise InvalidArgumentError(f"{tool}: {name} must be a string")
         if isinstance(value, str):
             check_text(f"{tool}: {name}", value)
