@@ -84,7 +84,8 @@ def play_episode(manager: EpisodeManager):
             )
             state = await as_solver(agent)(state, generate)
             total = holder.abandon()
-            store().set(VERDICT, {"correct": bool(episode.correct), "reward": total})
+            verdict = {"episode_id": episode.episode_id, "correct": bool(episode.correct)}
+            store().set(VERDICT, {**verdict, "reward": total})
         finally:
             holder.close("the sample is over")
         return state
