@@ -5,8 +5,11 @@ WebSocket, and `SQLEnvTRL`. For every call the suite compares the text an agent 
 episode id masked, as ids differ by door), the step reward, the done flag and the structured
 result (without the measured `elapsed_ms`; episode ids masked in it too), calls the episode
 does not take (after its end) included. SQLEnvTRL returns text only, so its structured
-result is not compared. The table of the run that `docs/performance.md` shows must be this
-run's: a change to the scripts or the doors is recorded again.
+result is not compared. Inspect AI's door shows text only and the episode's total reward, ends
+a sample with its episode and refuses calls off a tool's schema itself: its row compares the
+scripts that end their episode with calls Inspect makes, up to the end. The table of the run
+that `docs/performance.md` shows must be this run's: a change to the scripts or the doors is
+recorded again.
 """
 
 from __future__ import annotations
@@ -19,7 +22,12 @@ from typing import Any
 
 import pytest
 from conformance_scripts import Script, all_scripts
+from inspect_ai import Task
+from inspect_ai import eval as inspect_eval
+from inspect_ai.dataset import Sample
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
+from doors.inspect_task.task import VERDICT, engine_verdict, play_episode
 from doors.trl import SQLEnvTRL
 from env_core.factory import open_manager
 from evals.door_clients import DoorClient, open_door
@@ -68,6 +76,65 @@ def replay_door(door: DoorClient, scripts: list[Script]) -> list[list[Outcome]]:
         door.end(start.episode_id)
         episodes.append(outcomes)
     return episodes
+
+
+def replay_inspect(spec, scripts: list[Script], log_dir: Path) -> list[list[Outcome] | None]:
+    """The scripts played by Inspect AI through its door, a sample each, a scripted model
+    making their calls. Inspect shows a model text only and ends a sample when its episode
+    ends: an outcome is a call's text (the episode's total reward on the last, `done` there),
+    and the calls after the end are not made. A script Inspect refuses a call of (off the
+    tool's schema: it spends no step, so the budget shown next differs) is None."""
+    samples = [
+        Sample(input="", id=s.name, metadata={"question_id": s.question_id}) for s in scripts
+    ]
+    manager = open_manager(spec.settings)
+    task = Task(dataset=samples, solver=play_episode(manager), scorer=engine_verdict())
+    playing = iter(scripts)
+    script = None
+
+    def model_turn(messages, tools, tool_choice, config):
+        nonlocal script
+        made = sum(message.role == "assistant" for message in messages)
+        script = next(playing) if made == 0 else script
+        if made < len(script.calls):
+            reply = ModelOutput.for_tool_call("mockllm/model", *script.calls[made])
+        else:
+            reply = ModelOutput.from_content("mockllm/model", "")
+        reply.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return reply
+
+    model = get_model("mockllm/model", custom_outputs=model_turn)
+    [log] = inspect_eval(task, model=model, log_dir=str(log_dir), max_samples=1, display="none")
+    manager.shutdown()
+    assert log.status == "success", log.error
+    # Samples run in the dataset's order (one at a time); the log keeps them in another.
+    by_name = {sample.id: sample for sample in log.samples}
+    return [sample_outcomes(by_name[script.name]) for script in scripts]
+
+
+def sample_outcomes(sample) -> list[Outcome] | None:
+    answers = [message for message in sample.messages if message.role == "tool"]
+    if any(message.error is not None for message in answers):
+        return None
+    verdict = sample.store[VERDICT]
+    outcomes = [Outcome(sample.messages[1].text, 0.0, False, None)]
+    for message in answers:
+        outcomes.append(Outcome(masked(message.text, verdict["episode_id"]), 0.0, False, None))
+    outcomes[-1] = replace(outcomes[-1], reward=verdict["reward"], done=True)
+    return outcomes
+
+
+def as_inspect_shows(episode: list[Outcome]) -> list[Outcome] | None:
+    """An episode as Inspect shows it: up to its end, its rewards summed onto the last
+    outcome; None for one the script leaves unanswered (the door then books the wrong-answer
+    reward, which the other doors book when their client ends it, not as a call's)."""
+    ending = next((i for i, o in enumerate(episode) if o.done), None)
+    if ending is None:
+        return None
+    total = round(sum(o.reward for o in episode[: ending + 1]), 6)
+    shown = [replace(o, reward=0.0, data=None) for o in episode[: ending + 1]]
+    shown[-1] = replace(shown[-1], reward=total)
+    return shown
 
 
 def replay_trl(spec, scripts: list[Script]) -> list[list[Outcome]]:
@@ -120,7 +187,7 @@ class Agreement:
 
 
 @pytest.fixture(scope="module")
-def agreement(dev_door_spec) -> Agreement:
+def agreement(dev_door_spec, tmp_path_factory) -> Agreement:
     """The 300 scripts replayed through the five doors, each compared with the engine in
     process, and the table of it that the docs show."""
     with opened(dev_door_spec, "inprocess") as door:
@@ -133,6 +200,13 @@ def agreement(dev_door_spec) -> Agreement:
         with opened(dev_door_spec, kind) as door:
             results[kind] = replay_door(door, scripts)
     results["trl"] = replay_trl(dev_door_spec, scripts)
+    played = replay_inspect(dev_door_spec, scripts, tmp_path_factory.mktemp("inspect"))
+    # Inspect's row: the scripts it takes every call of and that end their episode.
+    compared = [
+        (script, shown, got)
+        for script, episode, got in zip(scripts, reference, played, strict=True)
+        if got is not None and (shown := as_inspect_shows(episode)) is not None
+    ]
 
     calls = sum(len(script.calls) for script in scripts)
     table = [f"{'door':<11}{'episodes':>9}{'calls':>7}{'identical':>11}  compared"]
@@ -143,6 +217,14 @@ def agreement(dev_door_spec) -> Agreement:
         what = "text, reward, done" + (", structured" if compare_data else "")
         identical = calls + len(scripts) - len(problems[kind])
         table.append(f"{kind:<11}{len(scripts):>9}{calls:>7}{identical:>11}  {what}")
+    inspected, shown, got = (list(column) for column in zip(*compared, strict=True))
+    problems["inspect"] = differences(shown, got, inspected, compare_data=False)
+    outcomes = sum(len(episode) for episode in shown)
+    identical = outcomes - len(problems["inspect"])
+    table.append(
+        f"{'inspect':<11}{len(inspected):>9}{outcomes - len(inspected):>7}{identical:>11}"
+        "  text, episode reward (answered scripts Inspect takes every call of)"
+    )
     return Agreement(reference, problems, "\n".join(table))
 
 

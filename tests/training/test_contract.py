@@ -16,10 +16,13 @@ import time
 import pytest
 import torch
 import uvicorn
+from inspect_ai import eval as inspect_eval
+from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from transformers import AutoTokenizer, Qwen3ForCausalLM
 from trl import GRPOConfig, GRPOTrainer
 from trl.chat_template_utils import qwen2_5_chat_template
 
+from doors.inspect_task import sqlenv_task
 from doors.trl import SQLEnvTRL, environment_factory
 from env_core.contract import INSTRUCTIONS, chat_tools, opening_messages
 from env_core.settings import Settings
@@ -173,3 +176,46 @@ def test_the_dataset_prompt_is_the_contract_opening(spider_manager):
     prompt = rows[0]["prompt"]
     completed = [*prompt[:-1], {**prompt[-1], "content": prompt[-1]["content"] + opening}]
     assert completed == opening_messages(opening)
+
+
+def test_the_inspect_door_shows_the_contract_tools_and_first_turn(
+    spider_dir, spider_manager, tmp_path
+):
+    """What Inspect AI sends a model through the door: the contract's tools (names,
+    descriptions, parameters, order) and the contract's first turn."""
+    seen = []
+
+    def model_turn(messages, tools, tool_choice, config):
+        seen.append((messages, tools))
+        reply = ModelOutput.from_content("mockllm/model", "No call.")
+        reply.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
+        return reply
+
+    task = sqlenv_task(data_dir=str(spider_dir), split=DEV, limit=1)
+    model = get_model("mockllm/model", custom_outputs=model_turn)
+    [log] = inspect_eval(task, model=model, log_dir=str(tmp_path), display="none")
+    assert log.status == "success", log.error
+    [(messages, tools)] = seen
+    rendered = [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        name: {"type": param.type, "description": param.description}
+                        for name, param in tool.parameters.properties.items()
+                    },
+                    "required": tool.parameters.required,
+                },
+                "return": {"type": "string"},
+            },
+        }
+        for tool in tools
+    ]
+    assert rendered == chat_tools(TOOLS)
+    episode = spider_manager.create(question_id=log.samples[0].id)
+    opening = opening_messages(episode.start.text)
+    assert [{"role": m.role, "content": m.text} for m in messages] == opening
