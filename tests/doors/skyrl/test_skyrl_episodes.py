@@ -82,3 +82,20 @@ def test_a_hostile_query_is_bounded_and_changes_nothing(spider_manager):
     env.close()
     if question.db_id == "concert_singer":
         assert described["metadata"]["ok"]
+
+
+def test_a_parquet_dataset_written_by_our_code_starts_its_questions(spider_manager, tmp_path):
+    import pandas
+
+    from training.datasets import choose_questions, write_skyrl_parquet
+
+    questions = choose_questions(spider_manager.catalog, SPIDER_DEV, limit=3)
+    write_skyrl_parquet(questions, str(tmp_path / "train.parquet"))
+    rows = pandas.read_parquet(tmp_path / "train.parquet").to_dict("records")
+    assert [row["env_class"] for row in rows] == ["sqlenv"] * 3
+    for row, question in zip(rows, questions, strict=True):
+        extras = {"extra_info": row["extra_info"], "reward_spec": row["reward_spec"]}
+        env = skyrl_gym.make("sqlenv", env_config={}, extras=extras, manager=spider_manager)
+        prompt, _ = env.init([dict(message) for message in row["prompt"]])
+        assert question.text in prompt[-1]["content"]
+        env.close()
