@@ -10,6 +10,7 @@ import skyrl_gym
 
 import doors.skyrl  # noqa: F401  (registers env_class sqlenv)
 from env_core.calls import drive
+from env_core.contract import opening_messages
 from env_core.holder import EpisodeHolder
 from env_core.oracle import oracle_calls
 from env_core.settings import Settings
@@ -99,3 +100,14 @@ def test_a_parquet_dataset_written_by_our_code_starts_its_questions(spider_manag
         prompt, _ = env.init([dict(message) for message in row["prompt"]])
         assert question.text in prompt[-1]["content"]
         env.close()
+
+
+def test_the_skyrl_opening_is_the_contract_opening(spider_manager):
+    question = _question(spider_manager)
+    env = _make(spider_manager, question.id)
+    prompt, _ = env.init(task_prompt())
+    env.close()
+    engine = EpisodeHolder(spider_manager, idle="")
+    start = engine.start(question_id=question.id, split=SPIDER_DEV).start.text
+    engine.close("done")
+    assert prompt == opening_messages(start)
