@@ -81,8 +81,7 @@ def test_a_hostile_query_is_bounded_and_changes_nothing(spider_manager):
     assert len(endless["observations"][0]["content"]) < 1_000
     described = env.step(_hermes("describe", {"table": "singer"}))
     env.close()
-    if question.db_id == "concert_singer":
-        assert described["metadata"]["ok"]
+    assert question.db_id == "concert_singer" and described["metadata"]["ok"]
 
 
 def test_a_parquet_dataset_written_by_our_code_starts_its_questions(spider_manager, tmp_path):
