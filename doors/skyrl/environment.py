@@ -5,7 +5,7 @@ the row's prompt, then `step` with each raw model turn. A turn is read for one t
 Hermes form chat templates emit (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`),
 made on the engine, and answered with the engine's text as a user turn (SkyRL's convention for
 observations) and the engine's step reward. A turn without a well-formed call is made as a
-call with no tool name, which the engine refuses as every door does a malformed call.
+call with no tool name, which the engine refuses as an unknown tool (no step spent).
 """
 
 from __future__ import annotations
