@@ -22,7 +22,7 @@ $(VENV)/.serve: pyproject.toml | $(BIN)/python
 
 $(VENV)/.all: pyproject.toml $(VENV)/.serve
 	$(PIP) $(TORCH)
-	$(EDITABLE) '.[openenv,train,eval,green,inspect,dev,docs]'
+	$(EDITABLE) '.[openenv,train,skyrl,eval,green,inspect,dev,docs]'
 	touch $@
 
 # The MCP Inspector (Node) that the tests drive in CLI mode.

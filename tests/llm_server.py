@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from evals.llm.chat_loop import ModelTurn
+from env_core.hermes import ModelTurn
 from evals.llm.hf_chat import HFChatBackend
 from evals.llm.settings import GenerationSettings
 from serving.asgi import listening_socket

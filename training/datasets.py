@@ -30,6 +30,19 @@ def task_row(question: Question) -> dict[str, Any]:
     }
 
 
+def skyrl_row(question: Question) -> dict[str, Any]:
+    """A SkyRL row: the prompt `SQLEnvSkyRL.init` completes, its `env_class`, and the selectors
+    it starts the episode from in `extra_info` (the engine owns the reward: no ground truth)."""
+    return {
+        "prompt": task_prompt(),
+        "env_class": "sqlenv",
+        "reward_spec": {"method": "env", "ground_truth": None},
+        "extra_info": {
+            name: value for name, value in task_row(question).items() if name != "prompt"
+        },
+    }
+
+
 def choose_questions(
     catalog: Catalog | MixedCatalog, split: str, limit: int | None = None, seed: int = 0
 ) -> list[Question]:
@@ -42,3 +55,8 @@ def choose_questions(
 def task_dataset(questions: Sequence[Question]) -> Dataset:
     """A GRPO dataset: columns `prompt`, `question_id`, `dataset`, `db_id`, `hardness`."""
     return Dataset.from_list([task_row(question) for question in questions])
+
+
+def write_skyrl_parquet(questions: Sequence[Question], path: str) -> None:
+    """SkyRL's training data: one `skyrl_row` a question, written as parquet."""
+    Dataset.from_list([skyrl_row(question) for question in questions]).to_parquet(path)

@@ -10,10 +10,10 @@ unanswered. Malformed turns spend no environment step.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from env_core.contract import Message, chat_tools, opening_messages
+from env_core.hermes import ModelTurn, RawToolCall, parse_arguments
 from env_core.tools import TOOLS, TOOLS_BY_NAME, ToolSpec
 from evals.llm.prompt import NO_TOOL_CALL
 from evals.policy import EpisodeContext, Play, ToolCall
@@ -21,33 +21,8 @@ from evals.policy import EpisodeContext, Play, ToolCall
 MAX_MALFORMED_IN_A_ROW = 3
 
 
-@dataclass(frozen=True)
-class RawToolCall:
-    """A tool call as the model wrote it; `arguments` may be a JSON string or an object."""
-
-    id: str
-    name: str
-    arguments: Any
-
-
-@dataclass(frozen=True)
-class ModelTurn:
-    content: str
-    tool_calls: list[RawToolCall]
-
-
 class ChatBackend(Protocol):
     def complete(self, messages: list[Message], tools: list[dict], seed: int) -> ModelTurn: ...
-
-
-def parse_arguments(raw: Any) -> dict[str, Any] | None:
-    """The call's arguments as a dict, or None when they are not a JSON object."""
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw or "{}")
-        except ValueError:
-            return None
-    return raw if isinstance(raw, dict) else None
 
 
 def usable_call(turn: ModelTurn) -> tuple[RawToolCall, dict[str, Any]] | None:

@@ -7,8 +7,8 @@ import threading
 from typing import Any
 
 from env_core.contract import Message
-from evals.llm.chat_loop import ChatPolicy, ModelTurn
-from evals.llm.hermes import parse_hermes
+from env_core.hermes import ModelTurn, parse_hermes
+from evals.llm.chat_loop import ChatPolicy
 from evals.llm.settings import GenerationSettings
 
 

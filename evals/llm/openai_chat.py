@@ -9,7 +9,8 @@ from typing import Any
 import httpx
 
 from env_core.contract import Message
-from evals.llm.chat_loop import ChatPolicy, ModelTurn, RawToolCall
+from env_core.hermes import ModelTurn, RawToolCall
+from evals.llm.chat_loop import ChatPolicy
 from evals.llm.settings import GenerationSettings
 
 RETRIES = 4

@@ -3,8 +3,8 @@
 import json
 
 from env_core.episode import EpisodeStart, ToolResult
-from evals.llm.chat_loop import ChatPolicy, ModelTurn, RawToolCall, usable_call
-from evals.llm.hermes import parse_hermes
+from env_core.hermes import ModelTurn, RawToolCall, parse_hermes
+from evals.llm.chat_loop import ChatPolicy, usable_call
 from evals.plan import EpisodeTask
 from evals.policy import EpisodeContext, ToolCall
 

@@ -1,4 +1,5 @@
-"""Tool calls in the Hermes/Qwen format that local chat templates teach models:
+"""Tool calls in the Hermes/Qwen format that chat templates teach models, as a model's text
+holds them (the evaluation's local models and the SkyRL door read them):
 
 <tool_call>
 {"name": "describe", "arguments": {"table": "singer"}}
@@ -9,8 +10,24 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
+from typing import Any
 
-from evals.llm.chat_loop import ModelTurn, RawToolCall
+
+@dataclass(frozen=True)
+class RawToolCall:
+    """A tool call as the model wrote it; `arguments` may be a JSON string or an object."""
+
+    id: str
+    name: str
+    arguments: Any
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    content: str
+    tool_calls: list[RawToolCall]
+
 
 TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)
@@ -32,3 +49,13 @@ def parse_hermes(text: str, call_id_prefix: str = "call") -> ModelTurn:
         calls.append(RawToolCall(f"{call_id_prefix}_{number}", name, arguments))
     content = THINKING.sub("", TOOL_CALL.sub("", text)).strip()
     return ModelTurn(content, calls)
+
+
+def parse_arguments(raw: Any) -> dict[str, Any] | None:
+    """The call's arguments as a dict, or None when they are not a JSON object."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw or "{}")
+        except ValueError:
+            return None
+    return raw if isinstance(raw, dict) else None

@@ -1,0 +1,82 @@
+"""`SQLEnvSkyRL`: the environment skyrl-gym makes for each rollout (`env_class: sqlenv`).
+
+SkyRL makes one instance per trajectory with the row's fields as `extras`, calls `init` with
+the row's prompt, then `step` with each raw model turn. A turn is read for one tool call in the
+Hermes form chat templates emit (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`),
+made on the engine, and answered with the engine's text as a user turn (SkyRL's convention for
+observations) and the engine's step reward. A turn without a well-formed call is made as a
+call with no tool name, which the engine refuses as an unknown tool (no step spent).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
+
+from env_core.factory import open_manager
+from env_core.hermes import parse_arguments, parse_hermes
+from env_core.holder import EpisodeHolder
+from env_core.manager import SELECTORS, EpisodeManager
+
+ENV_ID = "sqlenv"
+NO_EPISODE = "no episode is running; SkyRL calls init first"
+
+
+@functools.cache
+def _default_manager() -> EpisodeManager:
+    # Used when SkyRL makes the class with no manager: $SQLENV_DATA_DIR, else the demo.
+    return open_manager()
+
+
+class SQLEnvSkyRL(BaseTextEnv):
+    """One trajectory's episode, started by `init` from the row's `extra_info` selectors."""
+
+    def __init__(
+        self,
+        env_config: Any = None,
+        extras: dict[str, Any] | None = None,
+        manager: EpisodeManager | None = None,
+    ) -> None:
+        super().__init__()
+        extra_info = (extras or {}).get("extra_info") or {}
+        self.selectors = {name: extra_info[name] for name in SELECTORS if name in extra_info}
+        # SkyRL ends a trajectory at max_turns too; the engine's step budget ends it first.
+        self.max_turns = (extras or {}).get("max_turns", 1_000)
+        self._held = EpisodeHolder(manager or _default_manager(), idle=NO_EPISODE)
+
+    def init(self, prompt: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The row's prompt with the engine's opening text appended to its last turn."""
+        episode = self._held.start(**self.selectors)
+        *head, last = prompt
+        opened = {**last, "content": last["content"] + episode.start.text}
+        return [*head, opened], {"episode_id": episode.episode_id}
+
+    def step(self, action: str) -> BaseTextEnvStepOutput:
+        self.turns += 1
+        calls = parse_hermes(action).tool_calls
+        name, arguments = (
+            (calls[0].name, parse_arguments(calls[0].arguments)) if calls else ("", None)
+        )
+        result = self._held.call(name, arguments)
+        return BaseTextEnvStepOutput(
+            observations=[{"role": "user", "content": result.text}],
+            reward=result.reward,
+            done=result.done,
+            metadata=result.structured(),
+        )
+
+    def close(self) -> None:
+        """End the episode; one left unanswered books the wrong-answer reward."""
+        self._held.abandon()
+        self._held.close("the SkyRL environment was closed")
+
+
+def register() -> None:
+    """Make `env_class: sqlenv` known to skyrl-gym (done on importing `doors.skyrl`)."""
+    from skyrl_gym.envs.registration import register as skyrl_register
+    from skyrl_gym.envs.registration import registry
+
+    if ENV_ID not in registry:
+        skyrl_register(id=ENV_ID, entry_point="doors.skyrl.environment:SQLEnvSkyRL")

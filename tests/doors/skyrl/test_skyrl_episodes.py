@@ -1,0 +1,112 @@
+"""SQLEnvSkyRL through skyrl-gym's own registry and step loop, with a scripted model that writes
+Hermes tool calls: the same text and rewards as the engine in process, malformed turns, a
+hostile query."""
+
+from __future__ import annotations
+
+import json
+
+import skyrl_gym
+
+import doors.skyrl  # noqa: F401  (registers env_class sqlenv)
+from env_core.calls import drive
+from env_core.contract import opening_messages
+from env_core.holder import EpisodeHolder
+from env_core.oracle import oracle_calls
+from env_core.settings import Settings
+from tests.doors.skyrl.conftest import SPIDER_DEV
+from training.datasets import task_prompt
+
+
+def _hermes(tool: str, arguments: dict) -> str:
+    return f"<tool_call>\n{json.dumps({'name': tool, 'arguments': arguments})}\n</tool_call>"
+
+
+def _make(manager, question_id: str):
+    extras = {"extra_info": {"question_id": question_id, "split": SPIDER_DEV}}
+    return skyrl_gym.make("sqlenv", env_config={}, extras=extras, manager=manager)
+
+
+def _question(manager):
+    return next(iter(manager.catalog.questions(SPIDER_DEV)))
+
+
+def test_a_skyrl_episode_gives_the_engines_text_and_rewards(spider_manager):
+    question = _question(spider_manager)
+    engine = EpisodeHolder(spider_manager, idle="")
+    start = engine.start(question_id=question.id, split=SPIDER_DEV).start.text
+    play = oracle_calls(question, Settings.max_steps, Settings.max_rows)
+    made = drive(play, lambda call: engine.call(call.tool, call.arguments), Settings.max_steps)
+    expected = [result for _, result in made]
+
+    env = _make(spider_manager, question.id)
+    prompt, _ = env.init(task_prompt())
+    outputs = [env.step(_hermes(call.tool, call.arguments)) for call, _ in made]
+    env.close()
+
+    assert prompt[-1]["content"] == start
+    assert [o["observations"] for o in outputs] == [
+        [{"role": "user", "content": r.text}] for r in expected
+    ]
+    assert [o["reward"] for o in outputs] == [r.reward for r in expected]
+    assert outputs[-1]["done"] and outputs[-1]["metadata"]["ok"]
+
+
+def test_a_turn_without_a_well_formed_call_is_refused_as_a_malformed_call(spider_manager):
+    env = _make(spider_manager, _question(spider_manager).id)
+    env.init(task_prompt())
+    for action in ("SELECT 1", "<tool_call>not json</tool_call>"):
+        output = env.step(action)
+        assert not output["done"] and not output["metadata"]["ok"]
+        assert output["observations"][0]["role"] == "user"
+        assert "tool" in output["observations"][0]["content"].lower()
+    env.close()
+
+
+def test_a_hostile_query_is_bounded_and_changes_nothing(spider_manager):
+    question = _question(spider_manager)
+    env = _make(spider_manager, question.id)
+    env.init(task_prompt())
+    dropped = env.step(_hermes("query", {"sql": "DROP TABLE singer"}))
+    endless = env.step(
+        _hermes(
+            "query",
+            {
+                "sql": "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) "
+                "SELECT count(*) FROM r"
+            },
+        )
+    )
+    assert not dropped["metadata"]["ok"] and not endless["metadata"]["ok"]
+    assert len(endless["observations"][0]["content"]) < 1_000
+    described = env.step(_hermes("describe", {"table": "singer"}))
+    env.close()
+    assert question.db_id == "concert_singer" and described["metadata"]["ok"]
+
+
+def test_a_parquet_dataset_written_by_our_code_starts_its_questions(spider_manager, tmp_path):
+    import pandas
+
+    from training.datasets import choose_questions, write_skyrl_parquet
+
+    questions = choose_questions(spider_manager.catalog, SPIDER_DEV, limit=3)
+    write_skyrl_parquet(questions, str(tmp_path / "train.parquet"))
+    rows = pandas.read_parquet(tmp_path / "train.parquet").to_dict("records")
+    assert [row["env_class"] for row in rows] == ["sqlenv"] * 3
+    for row, question in zip(rows, questions, strict=True):
+        extras = {"extra_info": row["extra_info"], "reward_spec": row["reward_spec"]}
+        env = skyrl_gym.make("sqlenv", env_config={}, extras=extras, manager=spider_manager)
+        prompt, _ = env.init([dict(message) for message in row["prompt"]])
+        assert question.text in prompt[-1]["content"]
+        env.close()
+
+
+def test_the_skyrl_opening_is_the_contract_opening(spider_manager):
+    question = _question(spider_manager)
+    env = _make(spider_manager, question.id)
+    prompt, _ = env.init(task_prompt())
+    env.close()
+    engine = EpisodeHolder(spider_manager, idle="")
+    start = engine.start(question_id=question.id, split=SPIDER_DEV).start.text
+    engine.close("done")
+    assert prompt == opening_messages(start)
