@@ -14,7 +14,8 @@ def spider_dir() -> Path:
     return path
 
 
-SPIDER_SPLITS = ("dev_without_wta_1", "train_spider_min")
+SPIDER_DEV = "dev_without_wta_1"
+SPIDER_SPLITS = (SPIDER_DEV, "train_spider_min")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -38,6 +39,17 @@ def spider_catalog(spider_dir, cache_dir):
     from env_core.catalog import Catalog
 
     return Catalog.load(spider_dir, SPIDER_SPLITS, cache_dir=cache_dir)
+
+
+@pytest.fixture
+def spider_manager(spider_catalog):
+    """An episode manager over the Spider dev questions, shut down after the test."""
+    from env_core.manager import EpisodeManager
+    from env_core.settings import Settings
+
+    manager = EpisodeManager(spider_catalog, Settings(split=SPIDER_DEV))
+    yield manager
+    manager.shutdown()
 
 
 @pytest.fixture(scope="session")

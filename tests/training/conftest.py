@@ -1,24 +1,10 @@
-"""Fixtures of the training tests: offline, over the Spider dev questions."""
+"""The training tests run offline."""
 
 from __future__ import annotations
 
 import os
 
-import pytest
-
-from env_core.manager import EpisodeManager
-from env_core.settings import Settings
-
 for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ[name] = "1"
 os.environ["TRL_EXPERIMENTAL_SILENCE"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
-
-SPIDER_DEV = "dev_without_wta_1"
-
-
-@pytest.fixture
-def spider_manager(spider_catalog) -> EpisodeManager:
-    manager = EpisodeManager(spider_catalog, Settings(split=SPIDER_DEV))
-    yield manager
-    manager.shutdown()

@@ -14,7 +14,7 @@ from env_core.contract import opening_messages
 from env_core.holder import EpisodeHolder
 from env_core.oracle import oracle_calls
 from env_core.settings import Settings
-from tests.doors.skyrl.conftest import SPIDER_DEV
+from tests.conftest import SPIDER_DEV
 from training.datasets import task_prompt
 
 
