@@ -2,8 +2,8 @@
 process and its SQL workers) before, at the peak and after, each in a fresh cache.
 
     python benchmarks/bench_prepare.py --data-dir ../shared/data/spider --splits dev,train
-    python scripts/dataset_fixtures.py bird-large /tmp/large
-    python benchmarks/bench_prepare.py --data-dir /tmp/large --splits dev
+    python scripts/dataset_fixtures.py bird-large runs/bird-large
+    python benchmarks/bench_prepare.py --data-dir runs/bird-large --splits dev
 """
 
 from __future__ import annotations
