@@ -27,12 +27,13 @@ def process_tree(pid: int) -> list[int]:
     members, pending = [], [pid]
     while pending:
         current = pending.pop()
-        members.append(current)
-        try:
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except OSError:
+        if current in members:  # seen twice while the thread that started it was ending
             continue
-        pending.extend(int(child) for child in children)
+        members.append(current)
+        # Each thread lists only the children it started: a pool's worker threads start some.
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            with contextlib.suppress(OSError):
+                pending.extend(int(child) for child in (task / "children").read_text().split())
     return members
 
 
