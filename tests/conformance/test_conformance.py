@@ -170,7 +170,7 @@ def replay_skyrl(spec, scripts: list[Script]) -> list[list[Outcome]]:
     manager = open_manager(spec.settings)
     episodes = []
     for script in scripts:
-        row = skyrl_row(manager.catalog.question(script.question_id))
+        row = skyrl_row(manager.catalog.question(script.question_id), manager.tools)
         extras = {"extra_info": row["extra_info"], "reward_spec": row["reward_spec"]}
         environment = skyrl_gym.make(doors.skyrl.ENV_ID, extras=extras, manager=manager)
         prompt, info = environment.init(row["prompt"])

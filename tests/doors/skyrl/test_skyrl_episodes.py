@@ -90,7 +90,7 @@ def test_a_parquet_dataset_written_by_our_code_starts_its_questions(spider_manag
     from training.datasets import choose_questions, write_skyrl_parquet
 
     questions = choose_questions(spider_manager.catalog, SPIDER_DEV, limit=3)
-    write_skyrl_parquet(questions, str(tmp_path / "train.parquet"))
+    write_skyrl_parquet(questions, spider_manager.tools, str(tmp_path / "train.parquet"))
     rows = pandas.read_parquet(tmp_path / "train.parquet").to_dict("records")
     assert [row["env_class"] for row in rows] == ["sqlenv"] * 3
     for row, question in zip(rows, questions, strict=True):
