@@ -59,3 +59,18 @@ def parse_arguments(raw: Any) -> dict[str, Any] | None:
         except ValueError:
             return None
     return raw if isinstance(raw, dict) else None
+
+
+def tools_prompt(tools: list[dict[str, Any]]) -> str:
+    """The tools as a Hermes chat template (Qwen2.5's, Qwen3's) writes them into the system
+    turn from a `tools` list: each function schema as a JSON line in <tools>, then the form of
+    a call. For a trainer whose prompts are rendered with no `tools` list (SkyRL's)."""
+    schemas = "".join(f"\n{json.dumps(tool, ensure_ascii=False)}" for tool in tools)
+    return (
+        "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+        "You are provided with function signatures within <tools></tools> XML tags:\n"
+        f"<tools>{schemas}\n</tools>\n\n"
+        "For each function call, return a json object with function name and arguments within "
+        '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, '
+        '"arguments": <args-json-object>}\n</tool_call>'
+    )

@@ -10,8 +10,10 @@ from typing import Any
 from datasets import Dataset
 
 from env_core.catalog import Catalog, Question
-from env_core.contract import opening_messages
+from env_core.contract import chat_tools, opening_messages
+from env_core.hermes import tools_prompt
 from env_core.mixed_catalog import MixedCatalog
+from env_core.tools import ToolSpec
 
 
 def task_prompt() -> list[dict[str, str]]:
@@ -30,11 +32,20 @@ def task_row(question: Question) -> dict[str, Any]:
     }
 
 
-def skyrl_row(question: Question) -> dict[str, Any]:
+def skyrl_prompt(tools: tuple[ToolSpec, ...]) -> list[dict[str, str]]:
+    """The prompt of a SkyRL row: `task_prompt` with the tools in its system turn as a Hermes
+    chat template writes them, since SkyRL renders a conversation with no `tools` list; with
+    such a template the model reads the first turn TRL's rollouts read."""
+    system, user = task_prompt()
+    tools_text = tools_prompt(chat_tools(tools))
+    return [{**system, "content": f"{system['content']}\n\n{tools_text}"}, user]
+
+
+def skyrl_row(question: Question, tools: tuple[ToolSpec, ...]) -> dict[str, Any]:
     """A SkyRL row: the prompt `SQLEnvSkyRL.init` completes, its `env_class`, and the selectors
     it starts the episode from in `extra_info` (the engine owns the reward: no ground truth)."""
     return {
-        "prompt": task_prompt(),
+        "prompt": skyrl_prompt(tools),
         "env_class": "sqlenv",
         "reward_spec": {"method": "env", "ground_truth": None},
         "extra_info": {
@@ -57,6 +68,10 @@ def task_dataset(questions: Sequence[Question]) -> Dataset:
     return Dataset.from_list([task_row(question) for question in questions])
 
 
-def write_skyrl_parquet(questions: Sequence[Question], path: str) -> None:
-    """SkyRL's training data: one `skyrl_row` a question, written as parquet."""
-    Dataset.from_list([skyrl_row(question) for question in questions]).to_parquet(path)
+def write_skyrl_parquet(
+    questions: Sequence[Question], tools: tuple[ToolSpec, ...], path: str
+) -> None:
+    """SkyRL's training data: one `skyrl_row` a question (`tools`: the served tools, an
+    `EpisodeManager`'s `tools`), written as parquet."""
+    rows = [skyrl_row(question, tools) for question in questions]
+    Dataset.from_list(rows).to_parquet(path)

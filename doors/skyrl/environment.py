@@ -6,6 +6,11 @@ Hermes form chat templates emit (`<tool_call>{"name": ..., "arguments": {...}}</
 made on the engine, and answered with the engine's text as a user turn (SkyRL's convention for
 observations) and the engine's step reward. A turn without a well-formed call is made as a
 call with no tool name, which the engine refuses as an unknown tool (no step spent).
+
+SkyRL leaves the end of a trajectory to the environment, which it hands its `max_turns`
+(`generator.max_turns`, 1 unless set); here the turn limit is the episode's step budget
+instead, so a trajectory of calls ends when the engine ends the episode, never before. A turn
+without a step still counts as a turn: at the limit the episode ends unanswered.
 """
 
 from __future__ import annotations
@@ -42,13 +47,12 @@ class SQLEnvSkyRL(BaseTextEnv):
         super().__init__()
         extra_info = (extras or {}).get("extra_info") or {}
         self.selectors = {name: extra_info[name] for name in SELECTORS if name in extra_info}
-        # SkyRL ends a trajectory at max_turns too; the engine's step budget ends it first.
-        self.max_turns = (extras or {}).get("max_turns", 1_000)
         self._held = EpisodeHolder(manager or _default_manager(), idle=NO_EPISODE)
 
     def init(self, prompt: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The row's prompt with the engine's opening text appended to its last turn."""
         episode = self._held.start(**self.selectors)
+        self.max_turns = episode.max_steps
         *head, last = prompt
         opened = {**last, "content": last["content"] + episode.start.text}
         return [*head, opened], {"episode_id": episode.episode_id}
@@ -60,10 +64,13 @@ class SQLEnvSkyRL(BaseTextEnv):
             (calls[0].name, parse_arguments(calls[0].arguments)) if calls else ("", None)
         )
         result = self._held.call(name, arguments)
+        reward, done = result.reward, result.done
+        if not done and self.turns >= self.max_turns:
+            reward, done = round(reward + self._held.episode.abandon(), 6), True
         return BaseTextEnvStepOutput(
             observations=[{"role": "user", "content": result.text}],
-            reward=result.reward,
-            done=result.done,
+            reward=reward,
+            done=done,
             metadata=result.structured(),
         )
 

@@ -1,10 +1,12 @@
-"""300 fixed episodes replayed through five doors give identical observations and rewards.
+"""300 fixed episodes replayed through the doors give identical observations and rewards.
 
 The doors: the engine in process, MCP over stdio, MCP over streamable HTTP, OpenEnv over its
-WebSocket, and `SQLEnvTRL`. For every call the suite compares the text an agent reads (with the
-episode id masked, as ids differ by door), the step reward, the done flag and the structured
-result (without the measured `elapsed_ms`; episode ids masked in it too), calls the episode
-does not take (after its end) included. SQLEnvTRL returns text only, so its structured
+WebSocket, `SQLEnvTRL`, SkyRL's text environment (each call written as the Hermes tool call a
+chat template emits, the model's turn skyrl-gym's `step` reads) and Inspect AI. For every call
+the suite compares the text an agent reads (with the episode id masked, as ids differ by
+door), the step reward, the done flag and the structured result (without the measured
+`elapsed_ms`; episode ids masked in it too), calls the episode does not take (after its end)
+included. SQLEnvTRL returns text only, so its structured
 result is not compared. Inspect AI's door shows text only and the episode's total reward, ends
 a sample with its episode and refuses calls off a tool's schema itself: its row compares the
 scripts that end their episode with calls Inspect makes, up to the end. The table of the run
@@ -14,6 +16,7 @@ recorded again.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -21,18 +24,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import skyrl_gym
 from conformance_scripts import Script, all_scripts
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
+import doors.skyrl
 from doors.inspect_task.task import VERDICT, engine_verdict, play_episode
 from doors.trl import SQLEnvTRL
 from env_core.factory import open_manager
 from evals.door_clients import DoorClient, open_door
+from training.datasets import skyrl_row
 
-DOORS = ("inprocess", "mcp-stdio", "mcp-http", "openenv", "trl")
+DOORS = ("inprocess", "mcp-stdio", "mcp-http", "openenv", "trl", "skyrl")
 ROOT = Path(__file__).resolve().parents[2]
 # The docs show the table of a recorded run: one that leaves out the test of the docs.
 RECORDED = ROOT / "docs" / "measurements" / "conformance.txt"
@@ -154,6 +160,33 @@ def replay_trl(spec, scripts: list[Script]) -> list[list[Outcome]]:
     return episodes
 
 
+def hermes_turn(tool: str, arguments: dict[str, Any]) -> str:
+    """A model's turn holding one call, as a Hermes chat template teaches it."""
+    return f"<tool_call>\n{json.dumps({'name': tool, 'arguments': arguments})}\n</tool_call>"
+
+
+def replay_skyrl(spec, scripts: list[Script]) -> list[list[Outcome]]:
+    """The scripts through skyrl-gym: one environment a script, made from its dataset row."""
+    manager = open_manager(spec.settings)
+    episodes = []
+    for script in scripts:
+        row = skyrl_row(manager.catalog.question(script.question_id), manager.tools)
+        extras = {"extra_info": row["extra_info"], "reward_spec": row["reward_spec"]}
+        environment = skyrl_gym.make(doors.skyrl.ENV_ID, extras=extras, manager=manager)
+        prompt, info = environment.init(row["prompt"])
+        outcomes = [Outcome(prompt[-1]["content"], 0.0, False, None)]
+        for tool, arguments in script.calls:
+            output = environment.step(hermes_turn(tool, arguments))
+            [observation] = output["observations"]
+            data = comparable_data(output["metadata"]["data"], info["episode_id"])
+            text = masked(observation["content"], info["episode_id"])
+            outcomes.append(Outcome(text, output["reward"], output["done"], data))
+        environment.close()
+        episodes.append(outcomes)
+    manager.shutdown()
+    return episodes
+
+
 @contextmanager
 def opened(spec, kind: str) -> Iterator[DoorClient]:
     door = open_door(replace(spec, kind=kind))
@@ -188,7 +221,7 @@ class Agreement:
 
 @pytest.fixture(scope="module")
 def agreement(dev_door_spec, tmp_path_factory) -> Agreement:
-    """The 300 scripts replayed through the five doors, each compared with the engine in
+    """The 300 scripts replayed through the doors, each compared with the engine in
     process, and the table of it that the docs show."""
     with opened(dev_door_spec, "inprocess") as door:
         settings = dev_door_spec.settings
@@ -200,6 +233,7 @@ def agreement(dev_door_spec, tmp_path_factory) -> Agreement:
         with opened(dev_door_spec, kind) as door:
             results[kind] = replay_door(door, scripts)
     results["trl"] = replay_trl(dev_door_spec, scripts)
+    results["skyrl"] = replay_skyrl(dev_door_spec, scripts)
     played = replay_inspect(dev_door_spec, scripts, tmp_path_factory.mktemp("inspect"))
     # Inspect's row: the scripts it takes every call of and that end their episode.
     compared = [
@@ -228,7 +262,7 @@ def agreement(dev_door_spec, tmp_path_factory) -> Agreement:
     return Agreement(reference, problems, "\n".join(table))
 
 
-def test_five_doors_agree_on_300_scripted_episodes(agreement, capfd):
+def test_the_doors_agree_on_300_scripted_episodes(agreement, capfd):
     with capfd.disabled():
         print("\n" + agreement.table)
     found = {kind: found[:3] for kind, found in agreement.problems.items() if found}

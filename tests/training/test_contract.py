@@ -9,6 +9,7 @@ through HTTP to the local OpenAI-compatible server (`tests/llm_server.py`) loadi
 
 from __future__ import annotations
 
+import functools
 import socket
 import threading
 import time
@@ -20,9 +21,10 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 from transformers import AutoTokenizer, Qwen3ForCausalLM
 from trl import GRPOConfig, GRPOTrainer
-from trl.chat_template_utils import qwen2_5_chat_template
+from trl.chat_template_utils import qwen2_5_chat_template, qwen3_chat_template
 
 from doors.inspect_task import sqlenv_task
+from doors.skyrl import SQLEnvSkyRL
 from doors.trl import SQLEnvTRL, environment_factory
 from env_core.contract import INSTRUCTIONS, chat_tools, opening_messages
 from env_core.settings import Settings
@@ -34,8 +36,8 @@ from evals.plan import EpisodeTask
 from evals.play import play_episode
 from tests.llm_server import build_app
 from training.config import load_config, tiny_config
-from training.datasets import task_dataset
-from training.tiny import build_tiny
+from training.datasets import skyrl_row, task_dataset
+from training.tiny import build_tiny, build_tokenizer
 from training.transcripts import oracle_transcript, tool_schemas
 
 DEV = "dev_without_wta_1"
@@ -176,6 +178,27 @@ def test_the_dataset_prompt_is_the_contract_opening(spider_manager):
     prompt = rows[0]["prompt"]
     completed = [*prompt[:-1], {**prompt[-1], "content": prompt[-1]["content"] + opening}]
     assert completed == opening_messages(opening)
+
+
+@pytest.mark.parametrize("template", [qwen2_5_chat_template, qwen3_chat_template])
+def test_a_skyrl_row_shows_the_first_turn_trl_shows(template, spider_manager):
+    """SkyRL renders a rollout's conversation with no `tools` list: a row's prompt, completed
+    by the environment's `init`, reads as TRL's first turn (tools rendered by the template)."""
+    question = spider_manager.catalog.questions(DEV)[7]
+    row = skyrl_row(question, spider_manager.tools)
+    environment = SQLEnvSkyRL(extras={"extra_info": row["extra_info"]}, manager=spider_manager)
+    conversation, _ = environment.init(row["prompt"])
+    environment.close()
+    start = conversation[-1]["content"]  # the row's user turn is empty
+    renderer = build_tokenizer([""], vocab_size=300)
+    render = functools.partial(
+        renderer.apply_chat_template,
+        chat_template=template,
+        add_generation_prompt=True,
+        tokenize=False,
+    )
+    in_trl = render(opening_messages(start), tools=chat_tools(spider_manager.tools))
+    assert render(conversation) == in_trl
 
 
 def test_the_inspect_door_shows_the_contract_tools_and_first_turn(

@@ -23,7 +23,8 @@ def _hermes(tool: str, arguments: dict) -> str:
 
 
 def _make(manager, question_id: str):
-    extras = {"extra_info": {"question_id": question_id, "split": SPIDER_DEV}}
+    # SkyRL's generator passes its max_turns (generator.max_turns, 1 unless set) in extras.
+    extras = {"extra_info": {"question_id": question_id, "split": SPIDER_DEV}, "max_turns": 1}
     return skyrl_gym.make("sqlenv", env_config={}, extras=extras, manager=manager)
 
 
@@ -90,7 +91,7 @@ def test_a_parquet_dataset_written_by_our_code_starts_its_questions(spider_manag
     from training.datasets import choose_questions, write_skyrl_parquet
 
     questions = choose_questions(spider_manager.catalog, SPIDER_DEV, limit=3)
-    write_skyrl_parquet(questions, str(tmp_path / "train.parquet"))
+    write_skyrl_parquet(questions, spider_manager.tools, str(tmp_path / "train.parquet"))
     rows = pandas.read_parquet(tmp_path / "train.parquet").to_dict("records")
     assert [row["env_class"] for row in rows] == ["sqlenv"] * 3
     for row, question in zip(rows, questions, strict=True):
@@ -99,6 +100,41 @@ def test_a_parquet_dataset_written_by_our_code_starts_its_questions(spider_manag
         prompt, _ = env.init([dict(message) for message in row["prompt"]])
         assert question.text in prompt[-1]["content"]
         env.close()
+
+
+def test_a_trajectory_of_calls_ends_when_the_engine_ends_its_episode(spider_manager):
+    """SkyRL hands the environment its max_turns (1 by default): the turn limit is the step
+    budget instead, so the episode is played to the engine's end."""
+    question = _question(spider_manager)
+    budget = spider_manager.settings.max_steps
+    env = _make(spider_manager, question.id)
+    env.init(task_prompt())
+    outputs = [env.step(_hermes("describe", {"table": "singer"})) for _ in range(budget)]
+    env.close()
+    assert env.max_turns == budget
+    assert [o["done"] for o in outputs] == [False] * (budget - 1) + [True]
+    assert outputs[-1]["observations"][0]["content"].endswith(
+        "Out of steps: the episode is over without an answer."
+    )
+
+
+def test_turns_without_a_step_end_the_episode_unanswered_at_the_turn_limit(spider_manager):
+    """A turn with no well-formed call spends no step but is a turn: the last turn the budget
+    allows ends the episode unanswered, with the wrong-answer reward."""
+    question = _question(spider_manager)
+    budget = spider_manager.settings.max_steps
+    engine = EpisodeHolder(spider_manager, idle="")
+    engine.start(question_id=question.id, split=SPIDER_DEV)
+    unanswered = engine.abandon()
+    engine.close("done")
+
+    env = _make(spider_manager, question.id)
+    env.init(task_prompt())
+    outputs = [env.step("I will look at the tables.") for _ in range(budget)]
+    assert [o["done"] for o in outputs] == [False] * (budget - 1) + [True]
+    assert [o["reward"] for o in outputs] == [0.0] * (budget - 1) + [unanswered]
+    env.close()
+    assert spider_manager.stats().active == 0
 
 
 def test_the_skyrl_opening_is_the_contract_opening(spider_manager):
