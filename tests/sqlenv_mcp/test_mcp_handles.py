@@ -6,6 +6,8 @@ import re
 
 import httpx
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_connected_server_and_client_session as connect
 
 from sqlenv_mcp.handles import SHAPE
@@ -171,3 +173,19 @@ def test_each_call_in_a_new_session_plays_by_handle(http_server):
     assert not counted["isError"], counted
     answered = in_new_session("answer", {"value": "6", "episode_id": handle})
     assert answered["structuredContent"]["data"] == {"correct": True}
+
+
+async def test_the_sdk_client_plays_a_stateless_server_by_handle(http_server):
+    server = http_server("--stateless")
+    async with (
+        streamable_http_client(f"{server.url}/mcp") as (read, write, session_id),
+        ClientSession(read, write) as client,
+    ):
+        await client.initialize()
+        assert session_id() is None
+        started = await client.call_tool("start_episode", {"question_id": f"{DEV}:0"})
+        handle = started.structuredContent["episode_id"]
+        current = await client.call_tool("query", {"sql": "SELECT 1"})
+        assert current.isError and "no MCP session, so no current episode" in text(current)
+        answered = await client.call_tool("answer", {"value": "6", "episode_id": handle})
+        assert answered.structuredContent["data"] == {"correct": True}
