@@ -68,7 +68,8 @@ class Ports:
 class Replicas:
     """`count` OpenEnv and `count` MCP servers with `settings` (data, episodes, SQL limits),
     behind one HAProxy. A context manager: everything answers inside the `with` block and is
-    stopped after it. `server_args` are extra flags for every server (e.g. per-client limits).
+    stopped after it. `server_args` are extra flags for every server (e.g. per-client limits),
+    `mcp_args` for the MCP servers only (e.g. --stateless). `kinds`: the protocols served.
     """
 
     def __init__(
@@ -77,9 +78,13 @@ class Replicas:
         settings: Settings,
         ports: Ports,
         server_args: list[str] | tuple[str, ...] = (),
+        mcp_args: list[str] | tuple[str, ...] = (),
+        kinds: tuple[str, ...] = ("openenv", "mcp"),
     ) -> None:
         self.count, self.settings, self.ports = count, settings, ports
         self.server_args = list(server_args)
+        self.mcp_args = list(mcp_args)
+        self.kinds = kinds
         self.replicas: list[Replica] = []
         self.balancer: subprocess.Popen | None = None
         self._listeners: list[socket.socket] = []
@@ -166,18 +171,19 @@ class Replicas:
         flags = [*self.settings.arguments(), "--trusted-proxies", "127.0.0.1", *self.server_args]
         python = sys.executable
         # name: (command, health path, episode counters path)
-        commands = {}
-        for index in range(1, self.count + 1):
-            commands[f"openenv-{index}"] = (
-                [python, "-m", "doors.commands", *flags],
-                "/health",
-                "/stats",
-            )
-            commands[f"mcp-{index}"] = (
-                [python, "-m", "sqlenv_mcp", "--transport", "http", *flags],
+        kinds = {
+            "openenv": ([python, "-m", "doors.commands", *flags], "/health", "/stats"),
+            "mcp": (
+                [python, "-m", "sqlenv_mcp", "--transport", "http", *flags, *self.mcp_args],
                 "/health",
                 "/health",
-            )
+            ),
+        }
+        commands = {
+            f"{kind}-{index}": kinds[kind]
+            for index in range(1, self.count + 1)
+            for kind in self.kinds
+        }
 
         def start(name: str) -> Replica:
             command, health_path, counters_path = commands[name]
@@ -213,7 +219,8 @@ class Replicas:
         # HAProxy holds the sockets now: with it gone, clients are refused, not left waiting.
         self._close_listeners()
         deadline = time.monotonic() + 30
-        for url in (f"{self.openenv_url}/health", f"{self.mcp_url}/health"):
+        urls = {"openenv": self.openenv_url, "mcp": self.mcp_url}
+        for url in (f"{urls[kind]}/health" for kind in self.kinds):
             while not _answers(url):
                 if self.balancer.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"HAProxy did not start: {log.read_text()[-2000:]}")
@@ -241,6 +248,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="more flags for every server, e.g. '--max-sessions-per-client 256'",
     )
+    parser.add_argument(
+        "--mcp-args",
+        default="",
+        help="more flags for the MCP servers, e.g. '--stateless'",
+    )
     add_arguments(parser, groups=("data", "episodes", "sql"))
     return parser
 
@@ -251,7 +263,11 @@ def main(argv: list[str] | None = None) -> int:
     # SIGTERM stops everything the way Ctrl-C does.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     replicas = Replicas(
-        args.replicas, Settings.from_arguments(args), ports, shlex.split(args.server_args)
+        args.replicas,
+        Settings.from_arguments(args),
+        ports,
+        shlex.split(args.server_args),
+        shlex.split(args.mcp_args),
     )
     try:
         with replicas:

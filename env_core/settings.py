@@ -291,7 +291,8 @@ OPTIONS: tuple[Option, ...] = (
         _switch,
         "episodes",
         "let any session act on an episode by its id, not only the one that started it "
-        "(the id, random and made by the server, is then a capability)",
+        "(the id, random and made by the server, is then a capability; an MCP episode's id, "
+        "its handle, always is)",
     ),
     Option(
         "query_timeout_s",

@@ -55,6 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
         "always on: only localhost names pass unless listed here, e.g. sql.example.org:*",
     )
     parser.add_argument(
+        "--stateless",
+        action="store_true",
+        help="over HTTP, serve each request on its own, with no MCP session: a call names its "
+        "episode by the episode_id start_episode gave, so replicas need no sticky sessions",
+    )
+    parser.add_argument(
         "--auth-token",
         default=os.environ.get(TOKEN_VARIABLE),
         help=f"require 'Authorization: Bearer TOKEN' on HTTP (default: ${TOKEN_VARIABLE})",
@@ -106,10 +112,11 @@ class Served:
     in_use: Callable[[str], bool] = lambda _session_id: True
     seats: Seats | None = None
     assigned: tuple[Seat, ...] = ()
+    server_id: str | None = None  # the id its episode handles name (`sqlenv_mcp.handles`)
 
 
 def http_settings(args: argparse.Namespace) -> HttpSettings:
-    return HttpSettings(Settings.from_arguments(args), tuple(args.allowed_host))
+    return HttpSettings(Settings.from_arguments(args), tuple(args.allowed_host), args.stateless)
 
 
 def build_server(args: argparse.Namespace) -> Served:
@@ -142,7 +149,7 @@ def build_server(args: argparse.Namespace) -> Served:
         return Served(server, seats=seats, assigned=assigned)
     sessions = Sessions(manager)
     server = build_episode_server(manager, http, args.output_schemas, sessions)
-    return Served(server, sessions.holds_episode)
+    return Served(server, sessions.holds_episode, server_id=sessions.handles.server)
 
 
 def check_modes(args: argparse.Namespace) -> None:
@@ -154,6 +161,8 @@ def check_modes(args: argparse.Namespace) -> None:
         raise CommandError(
             "--assess keeps each episode to its own address; drop --route-by-episode-id"
         )
+    if args.stateless and (args.transport != "http" or args.assess):
+        raise CommandError("--stateless is for episode or explorer mode over --transport http")
     if args.assess and args.transport == "stdio" and len(args.assess) > 1:
         raise CommandError(
             "over stdio --assess serves one question; give one, or use --transport http"
@@ -170,7 +179,9 @@ def serve(served: Served, args: argparse.Namespace) -> None:
     http = http_settings(args)
     host, port = http.settings.host, http.settings.port
     listener = listening_socket(host, port)
-    app = http_app(served.server, http, args.auth_token, served.in_use, served.seats)
+    app = http_app(
+        served.server, http, args.auth_token, served.in_use, served.seats, served.server_id
+    )
     base = f"http://{host}:{port}"
     if served.seats is None:
         print(f"sqlenv-mcp: serving MCP at {base}/mcp", file=sys.stderr, flush=True)

@@ -2,10 +2,11 @@
 
 Each MCP session (a stdio process, an HTTP session, an in-memory client) holds its own
 episodes, closed when the session ends (see `Sessions`). A session's new episode ends its
-previous one, unless the client asks to keep several (at most `MAX_EPISODES_PER_SESSION`);
-every tool also takes an optional `episode_id` to act on one of them. Episodes are capped per
-client (remote address) by the episode manager, and an episode answers only the session that
-started it.
+previous one, unless the client asks to keep several (at most `MAX_EPISODES_PER_SESSION`).
+An episode's `episode_id` is its handle (`sqlenv_mcp.handles`): every tool takes it, and any
+request that presents it acts on the episode, from any session or from none (a request with
+no session has no current episode; its episodes live until ended, answered or expired).
+Episodes are capped per client (remote address) by the episode manager.
 """
 
 import functools
@@ -18,13 +19,14 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, ToolAnnotations
 
 from env_core import contract
-from env_core.episode import refusal
+from env_core.episode import Episode, refusal
 from env_core.errors import SQLEnvError, UnknownEpisodeError
 from env_core.holder import EpisodeHolder
 from env_core.manager import EpisodeManager
 from env_core.sandbox import finish_async
 from env_core.tools import check_names, object_schema
 from sqlenv_mcp.agent_tools import AgentTool, AgentToolServer, Handler, declared, engine_tool, take
+from sqlenv_mcp.handles import Handles
 from sqlenv_mcp.results import (
     EndOutput,
     StartOutput,
@@ -66,37 +68,80 @@ TOO_MANY_KEPT = (
     "session may keep; end one (end_episode) or start without keep_previous"
 )
 SESSION_CLOSED = "this session is closed; connect again and call start_episode"
+NO_SESSION = (
+    "this request has no MCP session, so no current episode: pass the episode_id start_episode gave"
+)
 
 
 class Sessions:
     """The episodes of one server's open MCP sessions, each held for its session (over HTTP,
-    also found by its session id).
+    also found by its session id), and the handles that name them.
 
     A session's episodes close when the session ends: with the server lifespan, which the mcp
     1.x SDK enters once per session, else when the session object is released; the episodes'
-    idle TTL bounds both.
+    idle TTL bounds both. An episode started by a request with no session is held by none.
     """
 
-    def __init__(self, manager: EpisodeManager) -> None:
+    def __init__(self, manager: EpisodeManager, handles: Handles | None = None) -> None:
         self.manager = manager
+        self.handles = handles or Handles()
         self._by_session: weakref.WeakKeyDictionary[Any, EpisodeHolder] = (
             weakref.WeakKeyDictionary()
         )
         self._by_session_id: dict[str, EpisodeHolder] = {}
 
-    def of(self, ctx: Context) -> EpisodeHolder:
-        """The calling connection's episodes."""
+    def of(self, ctx: Context) -> EpisodeHolder | None:
+        """The calling session's episodes; None for a request with no session (over HTTP,
+        one without Mcp-Session-Id: a stateless server's, or a sessionless client's)."""
+        request = ctx.request_context.request
+        if request is not None and "mcp-session-id" not in request.headers:
+            return None
         held = self._by_session.get(ctx.session)
         if held is None:
             held = self._open(ctx)
         return held
 
+    def start(self, ctx: Context, keep_previous: bool, **selectors: Any) -> Episode:
+        """Start an episode named by a new handle, held by the calling session if any."""
+        handle = self.handles.issue()
+        held = self.of(ctx)
+        if held is None:
+            return self.manager.create(episode_id=handle, client=_client(ctx), **selectors)
+        return held.start(keep_previous, episode_id=handle, **selectors)
+
+    def episode(self, ctx: Context, given: str | None) -> str:
+        """The handle of the episode a request acts on: `given`, else its session's current
+        episode's. Raises `UnknownEpisodeError` saying why there is none: a handle this server
+        did not issue (`Handles.verify`), one whose episode is over, no session."""
+        if not given:
+            held = self.of(ctx)
+            if held is None:
+                raise UnknownEpisodeError(NO_SESSION)
+            return held.resolve()
+        self.handles.verify(given)
+        try:
+            self.manager.get(given)
+        except UnknownEpisodeError:
+            raise UnknownEpisodeError(
+                f"no open episode '{given}': it has ended (ended, or replaced by a newer start "
+                f"in its session) or expired after {self.manager.settings.idle_ttl_s:g} s idle; "
+                "start a new episode"
+            ) from None
+        return given
+
+    def end(self, ctx: Context, handle: str) -> bool:
+        """End an episode; False if it was not open."""
+        held = self.of(ctx)
+        return held.end(handle) if held is not None else self.manager.close(handle)
+
     def _open(self, ctx: Context) -> EpisodeHolder:
         request = ctx.request_context.request
+        # Not owned: its episodes answer whoever presents their handle.
         held = EpisodeHolder(
             self.manager,
             idle=NO_EPISODE,
-            client=request.client.host if request is not None and request.client else None,
+            owned=False,
+            client=_client(ctx),
             keeps=MAX_EPISODES_PER_SESSION,
             full=TOO_MANY_KEPT,
         )
@@ -130,6 +175,12 @@ class Sessions:
                     close()
 
         return connection
+
+
+def _client(ctx: Context) -> str | None:
+    """The remote address of the request, whose episodes the manager caps together."""
+    request = ctx.request_context.request
+    return request.client.host if request is not None and request.client else None
 
 
 START_DESCRIPTION = (
@@ -173,31 +224,32 @@ def register_episode_tools(
         try:
             check_names("start_episode", arguments, START_PARAMETERS["properties"])
             keep_previous = take(arguments, "keep_previous", bool) or False
-            episode = sessions.of(ctx).start(keep_previous, **arguments)
+            episode = sessions.start(ctx, keep_previous, **arguments)
         except SQLEnvError as error:
             return error_result(error)
         return start_result(episode.start)
 
     def calls_of(tool: str) -> Handler:
         async def call(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-            held = sessions.of(ctx)
             try:
-                resolved = held.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))
+                handle = sessions.episode(
+                    ctx, take(arguments, "episode_id", str, UnknownEpisodeError)
+                )
             except UnknownEpisodeError as error:
                 return step_result("", refusal(tool, error))
-            result = await finish_async(held.work(tool, arguments, resolved))
-            return step_result(resolved, result)
+            result = await finish_async(manager.work(handle, tool, arguments))
+            return step_result(handle, result)
 
         return call
 
     async def end(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-        held = sessions.of(ctx)
         try:
             check_names("end_episode", arguments, EPISODE_ID)
-            resolved = held.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))
+            given = take(arguments, "episode_id", str, UnknownEpisodeError)
+            resolved = given or sessions.episode(ctx, None)
         except SQLEnvError as error:
             return error_result(error)
-        closed = held.end(resolved)
+        closed = sessions.end(ctx, resolved)
         text = f"Episode {resolved} {'ended' if closed else 'was not open'}."
         return tool_result(text, {"episode_id": resolved, "closed": closed})
 

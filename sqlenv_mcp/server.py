@@ -12,7 +12,7 @@ from mcp.server.fastmcp import FastMCP
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from env_core import contract
 from env_core.manager import EpisodeManager
@@ -45,6 +45,7 @@ class HttpSettings:
 
     settings: Settings = field(default_factory=Settings)
     allowed_hosts: tuple[str, ...] = ()
+    stateless: bool = False  # each request served on its own, with no MCP session
 
 
 # What keeps a server from serving (its SQL workers cannot start, say), or None.
@@ -88,8 +89,10 @@ def _new_server(
         streamable_http_path="/mcp",
         # A call is answered with one JSON body rather than a server-sent event stream: no tool
         # streams progress, and the stream costs a third of the server's time per call
-        # (docs/profiles.md). Sessions stay stateful (Mcp-Session-Id), each with its episodes.
+        # (docs/profiles.md). Sessions stay stateful (Mcp-Session-Id), each with its episodes,
+        # unless --stateless.
         json_response=True,
+        stateless_http=http.stateless,
         # A session holding an episode lives as long as the episode may stay idle.
         session_idle_timeout=http.settings.idle_ttl_s,
         max_sessions=MAX_SESSIONS,
@@ -260,11 +263,13 @@ def http_app(
     auth_token: str | None,
     in_use: Callable[[str], bool] = lambda _session_id: True,
     seats: assessments.Seats | None = None,
+    server_id: str | None = None,
 ) -> ASGIApp:
     """The streamable-HTTP application, its sessions guarded (see `sqlenv_mcp.guard`):
     `in_use(session_id)` tells a session that must not be ended early. In assessment
     mode (`seats`), sessions are opened at a seat's address (see `SeatRouter`). The
-    process serves from here on: its garbage collector and the SDK's log are set for that."""
+    process serves from here on: its garbage collector and the SDK's log are set for that.
+    `server_id`: the id the server's episode handles name, sent with every response."""
     tune_for_serving()
     logging.getLogger("mcp.server.streamable_http").addFilter(CLOSED_STREAMS)
     app = SessionGuard(
@@ -276,11 +281,31 @@ def http_app(
     )
     if seats is not None:
         app = assessments.SeatRouter(app, seats)
+    if server_id is not None:
+        app = naming_server(app, server_id)
     if auth_token:
         return BearerAuth(app, auth_token)
     # The seats are the operator's to know: with no token to tell the operator by, a health
     # check in assessment mode is told the status alone.
     return app if seats is None else status_only(app)
+
+
+# Names the server on every response: a balancer learns from it which replica issued a handle.
+SERVER_HEADER = b"sqlenv-server"
+
+
+def naming_server(app: ASGIApp, server_id: str) -> ASGIApp:
+    named = (SERVER_HEADER, server_id.encode())
+
+    async def answer_named(scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_named(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), named]}
+            await send(message)
+
+        await app(scope, receive, send_named)
+
+    return answer_named
 
 
 def status_only(app: ASGIApp) -> ASGIApp:

@@ -30,8 +30,9 @@ REPO = Path(__file__).resolve().parents[2]
 SPIDER = (REPO / ".." / "shared" / "data" / "spider").resolve()
 ROBUSTNESS_VARIANTS = (SPIDER.with_name("spider-syn"), SPIDER.with_name("spider-dk"))
 BIN = Path(sys.executable).parent
-# Random per run: shown masked, and said so where they appear.
-EPISODE_ID = (re.compile(r"\b[0-9a-f]{32}\b"), "<episode-id>")
+# Random per run: shown masked, and said so where they appear. An episode id: an MCP episode's
+# handle (sqlenv_mcp.handles) or another door's.
+EPISODE_ID = (re.compile(r"\b(?:[0-9a-f]{8}\.)?[0-9a-f]{32}(?:\.[0-9a-f]{16})?\b"), "<episode-id>")
 Mask = tuple[re.Pattern[str], str]
 # Durations and speed-ups, which vary with the machine.
 TIMES: tuple[Mask, ...] = (

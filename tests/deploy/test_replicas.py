@@ -297,3 +297,53 @@ def test_behind_the_balancer_a_client_is_the_address_it_connects_from(haproxy, d
     assert mcp_statuses == [200, 200, 429]
     assert websocket_refusal == "CAPACITY_REACHED"
     assert elsewhere == 200
+
+
+def test_a_sessionless_client_plays_across_replicas_by_handle_and_loses_only_a_dead_ones(
+    haproxy, dev_door_spec
+):
+    """Stateless MCP replicas: each call is routed by the handle it carries (the episode's
+    replica), a start goes round them; a killed replica's episode is refused by name."""
+    question = {"question_id": "dev_without_wta_1:0"}  # How many singers? 6
+    with (
+        Replicas(
+            2, dev_door_spec.settings, Ports.free(), mcp_args=("--stateless",), kinds=("mcp",)
+        ) as replicas,
+        httpx.Client(timeout=30) as client,
+    ):
+
+        def call(tool: str, arguments: dict) -> tuple[dict, str]:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
+            body["params"] = {"name": tool, "arguments": arguments}
+            reply = client.post(f"{replicas.mcp_url}/mcp", json=body, headers=MCP_HEADERS)
+            assert reply.status_code == 200, reply.text
+            return reply.json()["result"], reply.headers["x-replica"]
+
+        (a, home_a), (b, home_b) = (call("start_episode", question) for _ in range(2))
+        assert {home_a, home_b} == {"mcp-1", "mcp-2"}
+        a_id, b_id = a["structuredContent"]["episode_id"], b["structuredContent"]["episode_id"]
+        # Not in round-robin order: a call routed by anything but its handle meets the other
+        # replica at least once.
+        count = {"sql": "SELECT count(*) FROM singer"}
+        for handle, home in [(a_id, home_a), (a_id, home_a), (b_id, home_b), (b_id, home_b)] * 2:
+            result, replica = call("query", {**count, "episode_id": handle})
+            assert not result["isError"] and replica == home, result
+        answered, replica = call("answer", {"value": "6", "episode_id": a_id})
+        assert replica == home_a
+        assert answered["structuredContent"]["data"] == {"correct": True}
+        assert answered["structuredContent"]["reward"] >= 1
+
+        victim = next(r for r in replicas.of_kind("mcp") if r.name == home_b)
+        victim.server.process.kill()
+        lost, replica = call("query", {"sql": "SELECT 1", "episode_id": b_id})
+        assert replica == home_a and lost["isError"]
+        assert lost["content"][0]["text"].startswith(
+            f"Error: no open episode '{b_id}': it was started on another server"
+        )
+        assert "if that server has stopped, the episode is lost" in lost["content"][0]["text"]
+        # An episode on the live replica goes on.
+        c, replica = call("start_episode", question)
+        c_id = c["structuredContent"]["episode_id"]
+        answered, replica = call("answer", {"value": "6", "episode_id": c_id})
+        assert replica == home_a
+        assert answered["structuredContent"]["data"] == {"correct": True}
