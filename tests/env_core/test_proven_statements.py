@@ -207,6 +207,23 @@ def test_a_record_wider_than_a_row_is_not_bounded():
     assert programs.runs_bounded([record[0], (1, "MakeRecord", 1, 256, 300, None)])
 
 
+def timed_runs_in_process(executor: ReadOnlyExecutor, monkeypatch) -> list[float]:
+    """The milliseconds each run of agent SQL in process takes from now on, as they come."""
+    spent = []
+    run = executor._run
+
+    def timed_run(sql: str, limit: int, *, deadline_s: float | None = None):
+        started = time.perf_counter()
+        try:
+            return run(sql, limit, deadline_s=deadline_s)
+        finally:
+            if deadline_s is not None:  # in process rather than in the sandbox
+                spent.append((time.perf_counter() - started) * 1000)
+
+    monkeypatch.setattr(executor, "_run", timed_run)
+    return spent
+
+
 WIDE_TEXTS = 190  # rows of 19,000 bytes alike but for their last ten: the file's 3.7 MiB
 WORST_GATHERED = {
     "sorted pairs": "SELECT a.rowid FROM t a, t b ORDER BY a.x, b.rowid",
@@ -241,17 +258,7 @@ def test_the_worst_a_gathering_statement_holds_in_process_is_a_few_mib_for_its_d
     executor = ReadOnlyExecutor(wide_texts, sandbox=Sandbox(workers=1, memory_mb=64))
     executor.sandbox.close()  # what overruns in process is then refused
     variants = [sql.format(n=n) + f" -- {n}" for n in range(1, 61)]
-    spent = []
-    run = executor._run
-
-    def timed_run(sql: str, limit: int, *, deadline_s: float | None = None):
-        started = time.perf_counter()
-        try:
-            return run(sql, limit, deadline_s=deadline_s)
-        finally:
-            spent.append((time.perf_counter() - started) * 1000)
-
-    monkeypatch.setattr(executor, "_run", timed_run)
+    spent = timed_runs_in_process(executor, monkeypatch)
     try:
         with PeakRSS() as peak:
             for variant in variants:
@@ -392,18 +399,7 @@ def test_a_run_in_process_stops_near_its_deadline_while_another_thread_is_busy(
     statements = [
         f"SELECT {'+'.join(['ID'] * 250)} FROM city ORDER BY 1 LIMIT {n}" for n in range(1, 6)
     ]
-    spent = []
-    run = executor._run
-
-    def timed_run(sql: str, limit: int, *, deadline_s: float | None = None):
-        started = time.perf_counter()
-        try:
-            return run(sql, limit, deadline_s=deadline_s)
-        finally:
-            if deadline_s is not None:  # in process
-                spent.append((time.perf_counter() - started) * 1000)
-
-    monkeypatch.setattr(executor, "_run", timed_run)
+    spent = timed_runs_in_process(executor, monkeypatch)
     stop = threading.Event()
 
     def keep_busy() -> None:
