@@ -8,8 +8,9 @@ machine's cores.
 
 1. Latency: one typed client per server, the same calls interleaved (describe, sample, query
    on Spider's concert_singer), p50/p99 per tool and over all three, and the ratio ours /
-   floor; "query new" is the same query with new text each call, which ours runs in its
-   sandbox every time (a repeated one is answered with the result ours kept).
+   floor; "query new" is the same query with new text each call, which ours compiles and
+   runs every time, in process as its program is bounded (a repeated one is answered with the
+   result ours kept).
    Two more floors: "replay" is the same no-op answering each call with the observation ours
    sends for it (made once, in process, at start-up): what OpenEnv costs to carry our
    observations. "sql" is replay that first runs the call's bare SQLite statements (none for
@@ -75,9 +76,10 @@ LATENCY_CALLS = {
 }
 EPISODE_STEPS = 10
 MAX_STEPS = 1000  # the largest budget the server allows
-# The same query with new text each round (a comment that counts): ours runs every one in the
-# sandbox, where a repeated statement is answered with its kept result (see
-# `env_core.reuse.KeptResults`). "all" is over LATENCY_CALLS, without it.
+# The same query with new text each round (a comment that counts): ours compiles and runs every
+# one (in process: its program is bounded, see `env_core.programs`), where a repeated statement
+# is answered with its kept result (see `env_core.reuse.KeptResults`). "all" is over
+# LATENCY_CALLS, without it.
 NEW_QUERY = "query new"
 # A second copy of the no-op in the latency table: its ratio to the first is the run's noise.
 TWIN = "floor 2"

@@ -25,8 +25,8 @@ TIMEOUT_S = 2.0
 MEMORY_MB = 64
 # One call may add the budget, a worker's headroom and a fresh worker replacing a spent one.
 CALL_BOUND_MIB = MEMORY_MB + HEADROOM_BYTES // MIB + 40
-# Sorted, so a worker runs it the first time (see env_core.programs).
-NORMAL_SQL = "SELECT count(*) FROM singer ORDER BY 1"
+# A function, so a worker runs it the first time (see env_core.programs).
+NORMAL_SQL = "SELECT abs(count(*)) FROM singer"
 COMMANDS = {
     "mcp": (["-m", "sqlenv_mcp", "--transport", "http"], "/health"),
     "openenv": (["-m", "doors.commands"], "/health"),
@@ -77,7 +77,7 @@ async def test_one_attack_is_bounded(servers, files_before, door, attack):
         assert elapsed < TIMEOUT_S + 1.0, f"took {elapsed:.2f} s"
         assert peak.growth_mib < CALL_BOUND_MIB, f"grew {peak.growth_mib:.0f} MiB"
         after, _ = await timed(call, "query", {"sql": NORMAL_SQL})
-        assert after.startswith("count(*)\n6\n"), after
+        assert after.startswith("abs(count(*))\n6\n"), after
 
 
 @pytest.mark.parametrize("door", COMMANDS)
@@ -98,7 +98,7 @@ async def test_attacks_at_once_stay_within_their_budgets(servers, files_before, 
             outcomes = await asyncio.gather(*attacks)
     assert all(attack.phrase in text for text, _ in outcomes), outcomes
     assert max(elapsed for _, elapsed in outcomes) < 2 * (TIMEOUT_S + 1.0)
-    assert normal.startswith("count(*)\n6\n"), normal
+    assert normal.startswith("abs(count(*))\n6\n"), normal
     assert waited < TIMEOUT_S + 1.0, f"a normal query waited {waited:.2f} s"
     assert peak.growth_mib < 4 * CALL_BOUND_MIB, f"grew {peak.growth_mib:.0f} MiB"
 

@@ -21,7 +21,8 @@ from sqlenv_mcp.results import step_result
 
 CONCERT = "concert_singer"
 DEV = "dev_without_wta_1"
-CHEAP = "SELECT Name, Age FROM singer WHERE Age > 30 ORDER BY Age"
+# A function: the sandbox runs it first.
+CHEAP = "SELECT Name, Age FROM singer WHERE Age > 30 ORDER BY abs(Age)"
 # ~30 ms in a worker, too slow to be proven cheap (see PROVEN): only a kept result skips it.
 SLOW = (
     "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) "

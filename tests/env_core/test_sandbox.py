@@ -29,9 +29,9 @@ MEMORY_MB = 64
 # What one call may add to this process tree: the budget, the worker's headroom, and a fresh
 # worker started while the spent one exits.
 CALL_BOUND_MIB = MEMORY_MB + HEADROOM_BYTES // MIB + 40
-# Counted through a temporary table: nothing but a worker runs it the first time (see
+# Counted through a function: nothing but a worker runs it the first time (see
 # env_core.programs), so it shows the pool answering.
-COUNTED = "SELECT count(DISTINCT Singer_ID) FROM singer"
+COUNTED = "SELECT count(DISTINCT abs(Singer_ID)) FROM singer"
 COMPILE_BLOWUPS = [attack for attack in RESOURCE_ATTACKS if attack.outcome == "rejected"]
 NORMAL_QUERIES = [
     "SELECT count(*) FROM singer",
