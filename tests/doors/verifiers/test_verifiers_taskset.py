@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -138,7 +138,8 @@ def evaluation(spider_dir, tmp_path_factory) -> Evaluation:
         scripts.append(Script(f"oracle-{question.id}", question.id, calls))
     singers = next(q for q in questions[4:] if q.db_id == "concert_singer")
     scripts.append(Script("hostile", singers.id, HOSTILE))
-    scripts.append(Script("midway", questions[-1].id, (("describe", {"table": "no_such"}),)))
+    midway = (("drop_table", {"table": "singer"}), ("describe", {"table": "no_such"}))
+    scripts.append(Script("midway", questions[-1].id, midway))
     spec = DoorSpec("inprocess", manager.settings)
     door = open_door(spec)
     suite = all_scripts(door, SPIDER_DEV, budget)
@@ -146,7 +147,7 @@ def evaluation(spider_dir, tmp_path_factory) -> Evaluation:
     door.close()
     for script in conformance:
         if all(script.question_id != s.question_id for s in scripts):
-            scripts.append(replace_name(script, f"conformance-{script.name}"))
+            scripts.append(replace(script, name=f"conformance-{script.name}"))
     expected = {script.name: play_in_process(holder, script) for script in scripts}
     holder.close("the scripts are played")
 
@@ -202,10 +203,6 @@ def evaluation(spider_dir, tmp_path_factory) -> Evaluation:
     manager.shutdown()
 
 
-def replace_name(script: Script, name: str) -> Script:
-    return Script(name, script.question_id, script.calls)
-
-
 def test_a_vf_eval_of_oracle_calls_scores_the_engines_rewards(evaluation):
     oracles = [name for name in evaluation.scripts if name.startswith("oracle-")]
     assert len(oracles) == 4
@@ -245,20 +242,34 @@ def test_a_rollout_that_ends_midway_scores_the_engines_end_and_releases_its_epis
 ):
     trace = evaluation.traces["midway"]
     assert trace["ok"] and trace["stop_condition"] == "agent_completed", trace["errors"]
-    played = shown_by(trace)
-    assert played == evaluation.expected["midway"] and not played.correct
+    played, expected = shown_by(trace), evaluation.expected["midway"]
+    # verifiers' chat program answers a tool it does not list itself; the engine's refusal
+    # spends nothing either.
+    assert played.texts[0] == "error: unknown tool 'drop_table'"
+    assert expected.texts[0].startswith("Error: unknown tool 'drop_table'")
+    assert replace(played, texts=played.texts[1:]) == replace(expected, texts=expected.texts[1:])
+    assert not played.correct
     assert evaluation.tool_servers_left == []
 
 
+def outcomes(played: Played) -> list:
+    """As the conformance table counts them: the opening and each call's text, the episode's
+    reward and verdict with the last."""
+    shown = [played.opening, *played.texts]
+    return [*shown[:-1], (shown[-1], played.reward, played.correct)]
+
+
 def test_the_conformance_scripts_play_alike(evaluation, capfd):
+    """Prints a row of the conformance table (tests/conformance) for this door."""
     names = [name for name in evaluation.scripts if name.startswith("conformance-")]
-    different = [
-        name for name in names if shown_by(evaluation.traces[name]) != evaluation.expected[name]
-    ]
-    calls = sum(len(evaluation.expected[name].texts) for name in names)
+    expected = [outcomes(evaluation.expected[name]) for name in names]
+    got = [outcomes(shown_by(evaluation.traces[name])) for name in names]
+    pairs = zip(expected, got, strict=True)
+    identical = sum(a == b for e, g in pairs for a, b in zip(e, g, strict=False))
+    compared = sum(len(e) for e in expected)
     with capfd.disabled():
         print(
-            f"\n{'verifiers':<11}{len(names):>9}{calls:>7}{len(names) - len(different):>11}"
-            "  opening, text shown, episode reward (10 of the scripts, a question each)"
+            f"\n{'verifiers':<11}{len(names):>9}{compared - len(names):>7}{identical:>11}"
+            "  text, episode reward (the calls up to the end of 9 Random and edge scripts)"
         )
-    assert different == []
+    assert got == expected
