@@ -25,6 +25,17 @@ $(VENV)/.all: pyproject.toml $(VENV)/.serve
 	$(EDITABLE) '.[openenv,train,skyrl,eval,green,inspect,dev,docs]'
 	touch $@
 
+# The verifiers door (doors/verifiers) in an environment of its own: verifiers 0.4 needs mcp 2,
+# which cannot share one with OpenEnv 0.10 (mcp<2). It holds the engine (the repository root's
+# plain install) and the door; its tests run there.
+VF_VENV ?= .venv-verifiers
+$(VF_VENV)/.verifiers: pyproject.toml doors/verifiers/pyproject.toml
+	$(PYTHON) -m venv $(VF_VENV)
+	$(VF_VENV)/bin/python -m pip install --quiet --upgrade pip
+	PYTHONWARNINGS='ignore:Editable installation' $(VF_VENV)/bin/python -m pip install --quiet \
+		-e . -e 'doors/verifiers[test]'
+	touch $@
+
 # The MCP Inspector (Node) that the tests drive in CLI mode.
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -36,13 +47,14 @@ setup-all: $(VENV)/.all
 run: setup
 	$(BIN)/sqlenv-mcp --transport http --route-by-episode-id
 
-test: setup-all node_modules/.package-lock.json
+test: setup-all node_modules/.package-lock.json $(VF_VENV)/.verifiers
 	scripts/install-browser.sh
 	scripts/apt-install.sh haproxy haproxy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(MAKE) --no-print-directory docs
 	$(BIN)/pytest
+	$(VF_VENV)/bin/pytest tests/doors/verifiers
 
 # The Dockerfile built and run (tests/deploy/test_image.py; `make test` runs it too).
 image-test: setup-all node_modules/.package-lock.json
@@ -85,4 +97,4 @@ bench: setup-all
 	$(BIN)/python benchmarks/bench_openenv.py --data-dir ../shared/data/spider
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(VF_VENV) build *.egg-info

@@ -227,6 +227,15 @@ class Episode:
         finally:
             self._busy = False
 
+    @property
+    def closing_total(self) -> float:
+        """The total reward the episode ends with if it ends now: its total once ended, else
+        with the reward `abandon` would book."""
+        with self._lock:
+            if self.done:
+                return self.total_reward
+            return booked(self.total_reward, round(self.rewards.terminal(False, book=False), 6))
+
     def abandon(self) -> float:
         """End an unfinished episode without an answer, booking the wrong-answer terminal
         reward (and, in the `potential` profile, the exploration refund); returns that reward.

@@ -97,16 +97,18 @@ class RewardTracker:
             shaping -= c.error_penalty
         return self._bank(max(-c.max_step_shaping, min(c.max_step_shaping, shaping)))
 
-    def terminal(self, correct: bool) -> float:
-        """The final step's reward: the answer's worth, less any exploration refund."""
+    def terminal(self, correct: bool, book: bool = True) -> float:
+        """The final step's reward: the answer's worth, less any exploration refund (banked
+        unless `book` is false: the reward an ending now would give)."""
         c = self.config
-        refund = self._bank(-self._potential()) if c.refund_exploration else 0.0
+        refund = self._bank(-self._potential(), book) if c.refund_exploration else 0.0
         return (c.correct if correct else c.wrong) + refund
 
-    def _bank(self, shaping: float) -> float:
+    def _bank(self, shaping: float, book: bool = True) -> float:
         """Add shaping to the running sum, clipped so the sum stays within its bound."""
         limit = self.config.max_episode_shaping
         total = max(-limit, min(limit, self.shaping_total + shaping))
         granted = total - self.shaping_total
-        self.shaping_total = total
+        if book:
+            self.shaping_total = total
         return granted

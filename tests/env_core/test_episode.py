@@ -197,6 +197,18 @@ def test_abandoning_books_the_wrong_answer_reward_once(spider_catalog):
         episode.call("answer", {"value": "6"})
 
 
+def test_the_closing_total_is_the_total_an_ending_now_gives_and_ends_nothing(spider_catalog):
+    config = Settings(split=DEV, reward_profile="potential")
+    episode = EpisodeManager(spider_catalog, config).create(question_id=SINGER_COUNT)
+    assert episode.closing_total == 0.0
+    episode.call("describe", {"table": "singer"})
+    episode.call("query", {"sql": "SELECT count(*) FROM singer"})
+    assert episode.closing_total == episode.closing_total == 0.0  # the refund, not banked
+    assert episode.total_reward == pytest.approx(0.05) and not episode.done
+    episode.abandon()
+    assert episode.closing_total == episode.total_reward == 0.0
+
+
 class HeldChecker(AnswerChecker):
     """Checks answers as usual, once the test lets it go on."""
 
