@@ -25,6 +25,17 @@ $(VENV)/.all: pyproject.toml $(VENV)/.serve
 	$(EDITABLE) '.[openenv,train,skyrl,eval,green,inspect,dev,docs]'
 	touch $@
 
+# The plain install (pip install sqlenv-mcp: mcp 2.x) with only what the MCP door's tests need;
+# make test runs those tests there too. The main environment has mcp 1.x (the openenv extra's).
+VENV_MCP2 ?= .venv-mcp2
+MCP2_TESTS := tests/sqlenv_mcp
+
+$(VENV_MCP2)/.mcp-tests: pyproject.toml
+	$(PYTHON) -m venv $(VENV_MCP2)
+	PYTHONWARNINGS='ignore:Editable installation' $(VENV_MCP2)/bin/python -m pip install \
+		--quiet -e '.[mcp-tests]'
+	touch $@
+
 # The MCP Inspector (Node) that the tests drive in CLI mode.
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -36,13 +47,14 @@ setup-all: $(VENV)/.all
 run: setup
 	$(BIN)/sqlenv-mcp --transport http --route-by-episode-id
 
-test: setup-all node_modules/.package-lock.json
+test: setup-all $(VENV_MCP2)/.mcp-tests node_modules/.package-lock.json
 	scripts/install-browser.sh
 	scripts/apt-install.sh haproxy haproxy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(MAKE) --no-print-directory docs
 	$(BIN)/pytest
+	$(VENV_MCP2)/bin/pytest -o addopts=-ra $(MCP2_TESTS)
 
 # The Dockerfile built and run (tests/deploy/test_image.py; `make test` runs it too).
 image-test: setup-all node_modules/.package-lock.json
@@ -85,4 +97,4 @@ bench: setup-all
 	$(BIN)/python benchmarks/bench_openenv.py --data-dir ../shared/data/spider
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(VENV_MCP2) build *.egg-info

@@ -10,17 +10,14 @@ started it.
 
 import functools
 import weakref
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
-from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, ToolAnnotations
 
 from env_core import contract
-from env_core.episode import refusal
+from env_core.episode import Episode, refusal
 from env_core.errors import SQLEnvError, UnknownEpisodeError
-from env_core.holder import EpisodeHolder
+from env_core.holder import EpisodeHolder, close_dropped
 from env_core.manager import EpisodeManager
 from env_core.sandbox import finish_async
 from env_core.tools import check_names, object_schema
@@ -34,6 +31,7 @@ from sqlenv_mcp.results import (
     step_result,
     tool_result,
 )
+from sqlenv_mcp.sdk import Caller
 
 MAX_EPISODES_PER_SESSION = 8
 
@@ -65,6 +63,7 @@ TOO_MANY_KEPT = (
     f"this session has {MAX_EPISODES_PER_SESSION} episodes open, as many as one "
     "session may keep; end one (end_episode) or start without keep_previous"
 )
+NO_HANDLE = "this request belongs to no session: pass the episode_id that start_episode returned"
 SESSION_CLOSED = "this session is closed; connect again and call start_episode"
 
 
@@ -72,9 +71,8 @@ class Sessions:
     """The episodes of one server's open MCP sessions, each held for its session (over HTTP,
     also found by its session id).
 
-    A session's episodes close when the session ends: with the server lifespan, which the mcp
-    1.x SDK enters once per session, else when the session object is released; the episodes'
-    idle TTL bounds both.
+    A session's episodes close when the session ends (see `Caller.when_closed`), or else when
+    its connection object is released; the episodes' idle TTL bounds both.
     """
 
     def __init__(self, manager: EpisodeManager) -> None:
@@ -84,30 +82,39 @@ class Sessions:
         )
         self._by_session_id: dict[str, EpisodeHolder] = {}
 
-    def of(self, ctx: Context) -> EpisodeHolder:
-        """The calling connection's episodes."""
-        held = self._by_session.get(ctx.session)
+    def of(self, caller: Caller) -> EpisodeHolder:
+        """The calling connection's episodes; a sessionless caller's calls act on episodes
+        by their id alone (a holder of its own that holds none)."""
+        if caller.connection is None:
+            return EpisodeHolder(self.manager, idle=NO_HANDLE, owned=False, client=_client(caller))
+        held = self._by_session.get(caller.connection)
         if held is None:
-            held = self._open(ctx)
+            held = self._open(caller)
         return held
 
-    def _open(self, ctx: Context) -> EpisodeHolder:
-        request = ctx.request_context.request
+    def start_by_handle(self, caller: Caller, **selectors: Any) -> Episode:
+        """A sessionless caller's new episode: no session holds it, so any caller with its id
+        acts on it, until it is ended or expires idle."""
+        close_dropped()
+        question = self.manager.choose_question(**selectors)
+        return self.manager.create(question_id=question.id, client=_client(caller))
+
+    def _open(self, caller: Caller) -> EpisodeHolder:
+        request = caller.request
         held = EpisodeHolder(
             self.manager,
             idle=NO_EPISODE,
-            client=request.client.host if request is not None and request.client else None,
+            client=_client(caller),
             keeps=MAX_EPISODES_PER_SESSION,
             full=TOO_MANY_KEPT,
         )
         session_id = request.headers.get("mcp-session-id") if request is not None else None
         if session_id is not None:
             self._by_session_id[session_id] = held
-        self._by_session[ctx.session] = held
-        weakref.finalize(ctx.session, self._close, held, session_id)
-        lifetime = ctx.request_context.lifespan_context
-        if isinstance(lifetime, list):  # this connection's own lifespan (mcp 1.x)
-            lifetime.append(functools.partial(self._close, held, session_id))
+        self._by_session[caller.connection] = held
+        weakref.finalize(caller.connection, self._close, held, session_id)
+        if caller.when_closed is not None:
+            caller.when_closed(functools.partial(self._close, held, session_id))
         return held
 
     def _close(self, held: EpisodeHolder, session_id: str | None) -> None:
@@ -119,17 +126,11 @@ class Sessions:
         held = self._by_session_id.get(session_id)
         return held is not None and held.holding
 
-    def lifespan(self):
-        @asynccontextmanager
-        async def connection(_server: FastMCP) -> AsyncIterator[list[Callable[[], None]]]:
-            closes: list[Callable[[], None]] = []
-            try:
-                yield closes
-            finally:
-                for close in closes:  # synchronous: the exit may run in a cancelled scope
-                    close()
 
-        return connection
+def _client(caller: Caller) -> str | None:
+    """The remote address whose episodes are capped together (None over stdio)."""
+    request = caller.request
+    return request.client.host if request is not None and request.client else None
 
 
 START_DESCRIPTION = (
@@ -169,18 +170,21 @@ def register_episode_tools(
     end_episode, each called with the arguments as sent (see `sqlenv_mcp.agent_tools`)."""
     manager = sessions.manager
 
-    async def start(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
+    async def start(caller: Caller, arguments: dict[str, Any]) -> CallToolResult:
         try:
             check_names("start_episode", arguments, START_PARAMETERS["properties"])
             keep_previous = take(arguments, "keep_previous", bool) or False
-            episode = sessions.of(ctx).start(keep_previous, **arguments)
+            if caller.connection is None:  # nothing is replaced: there is no session
+                episode = sessions.start_by_handle(caller, **arguments)
+            else:
+                episode = sessions.of(caller).start(keep_previous, **arguments)
         except SQLEnvError as error:
             return error_result(error)
         return start_result(episode.start)
 
     def calls_of(tool: str) -> Handler:
-        async def call(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-            held = sessions.of(ctx)
+        async def call(caller: Caller, arguments: dict[str, Any]) -> CallToolResult:
+            held = sessions.of(caller)
             try:
                 resolved = held.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))
             except UnknownEpisodeError as error:
@@ -190,8 +194,8 @@ def register_episode_tools(
 
         return call
 
-    async def end(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-        held = sessions.of(ctx)
+    async def end(caller: Caller, arguments: dict[str, Any]) -> CallToolResult:
+        held = sessions.of(caller)
         try:
             check_names("end_episode", arguments, EPISODE_ID)
             resolved = held.resolve(take(arguments, "episode_id", str, UnknownEpisodeError))

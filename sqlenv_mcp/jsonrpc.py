@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from mcp import types
 from pydantic import BaseModel, ValidationError
 
 from env_core.errors import shortened, shown
 from serving import json_limits
 from serving.asgi import INVALID_REQUEST, PARSE_ERROR, rpc_error
+from sqlenv_mcp.sdk import CLIENT_NOTIFICATIONS, CLIENT_REQUESTS
 
 METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
 MAX_PROBLEM_CHARS = 200
@@ -45,8 +45,8 @@ def _models(union: Any) -> dict[str, type[BaseModel]]:
     }
 
 
-REQUESTS = _models(types.ClientRequestType)
-NOTIFICATIONS = _models(types.ClientNotificationType)
+REQUESTS = _models(CLIENT_REQUESTS)
+NOTIFICATIONS = _models(CLIENT_NOTIFICATIONS)
 
 
 @dataclass(frozen=True)
