@@ -28,7 +28,10 @@ MAJOR = int(version("mcp").partition(".")[0])
 if MAJOR >= 2:
     from mcp.server.mcpserver import MCPServer as HighLevelServer
     from mcp.shared.exceptions import MCPError
+    from mcp.shared.inbound import ERROR_CODE_HTTP_STATUS
+    from mcp_types.methods import validate_client_notification
     from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+    from pydantic import ValidationError
 
     CLIENT_REQUESTS: Any = types.ClientRequest
     CLIENT_NOTIFICATIONS: Any = types.ClientNotification
@@ -43,6 +46,39 @@ else:
 
 # The protocol versions this install speaks, oldest first.
 PROTOCOL_VERSIONS: tuple[str, ...] = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+# Where a request of the sessionless protocol names its version.
+VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+
+
+def sessionless_version(message: Any) -> str | None:
+    """The sessionless protocol version a message (parsed JSON) names in its envelope, if
+    this install speaks it."""
+    params = message.get("params") if isinstance(message, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    version = meta.get(VERSION_KEY) if isinstance(meta, dict) else None
+    return version if version in MODERN_PROTOCOL_VERSIONS else None
+
+
+def error_status(protocol_version: str | None, code: int) -> int:
+    """The HTTP status of a JSON-RPC error answering a request that names its id, sent with
+    this protocol version (its MCP-Protocol-Version header): 200, but in the sessionless
+    protocol the status its specification gives the code."""
+    if protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return 200
+    return ERROR_CODE_HTTP_STATUS.get(code, 200)
+
+
+def malformed_for_its_version(notification: dict[str, Any]) -> bool:
+    """Whether the version a notification's envelope names does not define it so (the SDK
+    would drop it, logging a line each time)."""
+    version = sessionless_version(notification)
+    if version is None:
+        return False
+    try:
+        validate_client_notification(notification["method"], version, notification["params"])
+    except (ValidationError, KeyError, ValueError):
+        return True
+    return False
 
 
 # Given a callback, calls it (with no arguments) once the caller's connection has ended.
