@@ -19,8 +19,10 @@ from mcp.client.stdio import stdio_client
 
 from env_core.answers import gold_as_json
 from sqlenv_mcp.episodes import NO_HANDLE
+from sqlenv_mcp.sdk import PROTOCOL_VERSIONS
 
 pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parents[3]
 DEV = "dev_without_wta_1"
 CURRENT = "2026-07-28"
 ERAS = {CURRENT: CURRENT, "legacy": "2025-11-25"}
@@ -139,3 +141,10 @@ async def contract_of(client: Client) -> tuple:
         [resource.name for resource in resources.resources],
         [prompt.name for prompt in prompts.prompts],
     )
+
+
+def test_the_docs_name_every_protocol_version_the_plain_install_speaks():
+    lines = (ROOT / "docs" / "mcp.md").read_text().splitlines()
+    row = next(line for line in lines if line.startswith("| `pip install sqlenv-mcp`"))
+    assert [version for version in PROTOCOL_VERSIONS if version not in row] == []
+    assert CURRENT in PROTOCOL_VERSIONS
