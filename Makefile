@@ -28,7 +28,9 @@ $(VENV)/.all: pyproject.toml $(VENV)/.serve
 # The plain install (pip install sqlenv-mcp: mcp 2.x) with only what the MCP door's tests need;
 # make test runs those tests there too. The main environment has mcp 1.x (the openenv extra's).
 VENV_MCP2 ?= .venv-mcp2
-MCP2_TESTS := tests/sqlenv_mcp
+# The MCP door's tests, and the attack tests on the MCP server (their names say mcp).
+MCP2_TESTS := tests/sqlenv_mcp tests/attacks/test_fair_use.py tests/attacks/test_client_identity.py \
+	tests/attacks/test_timing_side_channel.py -k mcp
 
 $(VENV_MCP2)/.mcp-tests: pyproject.toml
 	$(PYTHON) -m venv $(VENV_MCP2)
