@@ -28,12 +28,25 @@ $(VENV)/.all: pyproject.toml $(VENV)/.serve
 # The verifiers door (doors/verifiers) in an environment of its own: verifiers 0.4 needs mcp 2,
 # which cannot share one with OpenEnv 0.10 (mcp<2). It holds the engine (the repository root's
 # plain install) and the door; its tests run there.
-VF_VENV ?= .venv-verifiers
-$(VF_VENV)/.verifiers: pyproject.toml doors/verifiers/pyproject.toml
-	$(PYTHON) -m venv $(VF_VENV)
-	$(VF_VENV)/bin/python -m pip install --quiet --upgrade pip
-	PYTHONWARNINGS='ignore:Editable installation' $(VF_VENV)/bin/python -m pip install --quiet \
+VENV_VERIFIERS ?= .venv-verifiers
+$(VENV_VERIFIERS)/.verifiers: pyproject.toml doors/verifiers/pyproject.toml
+	$(PYTHON) -m venv $(VENV_VERIFIERS)
+	$(VENV_VERIFIERS)/bin/python -m pip install --quiet --upgrade pip
+	PYTHONWARNINGS='ignore:Editable installation' $(VENV_VERIFIERS)/bin/python -m pip install --quiet \
 		-e . -e 'doors/verifiers[test]'
+	touch $@
+
+# The plain install (pip install sqlenv-mcp: mcp 2.x) with only what the MCP door's tests need;
+# make test runs those tests there too. The main environment has mcp 1.x (the openenv extra's).
+VENV_MCP2 ?= .venv-mcp2
+# The MCP door's tests, and the attack tests on the MCP server (their names say mcp).
+MCP2_TESTS := tests/sqlenv_mcp tests/attacks/test_fair_use.py tests/attacks/test_client_identity.py \
+	tests/attacks/test_timing_side_channel.py -k mcp
+
+$(VENV_MCP2)/.mcp-tests: pyproject.toml
+	$(PYTHON) -m venv $(VENV_MCP2)
+	PYTHONWARNINGS='ignore:Editable installation' $(VENV_MCP2)/bin/python -m pip install \
+		--quiet -e '.[mcp-tests]'
 	touch $@
 
 # The MCP Inspector (Node) that the tests drive in CLI mode.
@@ -47,14 +60,15 @@ setup-all: $(VENV)/.all
 run: setup
 	$(BIN)/sqlenv-mcp --transport http --route-by-episode-id
 
-test: setup-all node_modules/.package-lock.json $(VF_VENV)/.verifiers
+test: setup-all $(VENV_MCP2)/.mcp-tests $(VENV_VERIFIERS)/.verifiers node_modules/.package-lock.json
 	scripts/install-browser.sh
 	scripts/apt-install.sh haproxy haproxy
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(MAKE) --no-print-directory docs
 	$(BIN)/pytest
-	$(VF_VENV)/bin/pytest tests/doors/verifiers
+	$(VENV_MCP2)/bin/pytest -o addopts=-ra $(MCP2_TESTS)
+	$(VENV_VERIFIERS)/bin/pytest tests/doors/verifiers
 
 # The Dockerfile built and run (tests/deploy/test_image.py; `make test` runs it too).
 image-test: setup-all node_modules/.package-lock.json
@@ -97,4 +111,4 @@ bench: setup-all
 	$(BIN)/python benchmarks/bench_openenv.py --data-dir ../shared/data/spider
 
 clean:
-	rm -rf $(VENV) $(VF_VENV) build *.egg-info
+	rm -rf $(VENV) $(VENV_MCP2) $(VENV_VERIFIERS) build *.egg-info

@@ -12,15 +12,21 @@ call latency, calls per second, the server's CPU time per call (its process and 
 workers: the figure the machine's other load disturbs least) and its resident memory per
 session, the ratios ours/floor, then the knee: the first count where ours has p99 over 1 s or
 success below 99.9%. With --runaway, one more session keeps sending a query that would run
-forever, to show the others' latency meanwhile.
+forever, to show the others' latency meanwhile. Each `--server-python` (the Python of an
+environment, whose mcp SDK serves) is measured in the handshake era and, on mcp 2.x, in
+2026-07-28 too: there a client has no session, sends each request with the protocol's envelope,
+names its episode in every call and ends it with end_episode.
 
     python benchmarks/load_mcp.py --data-dir ../shared/data/spider --sessions 64 256 1000
+    python benchmarks/load_mcp.py --data-dir ../shared/data/spider --sessions 64 \
+        --server-python .venv/bin/python .venv-mcp2/bin/python
 """
 
 import argparse
 import asyncio
 import json
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -33,6 +39,11 @@ from serving.local_server import LocalServer
 
 FLOOR_SERVER = Path(__file__).with_name("mcp_floor_server.py")
 PROTOCOL = "2025-06-18"
+CURRENT = "2026-07-28"  # the sessionless protocol, which mcp 2.x speaks
+ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": CURRENT,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 CALLS = 10  # per session
 
 
@@ -53,8 +64,10 @@ def refused_as_busy(result: dict) -> bool:
 class Session:
     """One MCP session over its own keep-alive HTTP/1.1 connection."""
 
-    def __init__(self, url: str, tally: Tally, timeout_s: float) -> None:
+    def __init__(self, url: str, tally: Tally, timeout_s: float, era: str = PROTOCOL) -> None:
         parts = urlsplit(url)
+        self.sessionless = era == CURRENT
+        self.handle: dict[str, str] = {}  # a sessionless client's episode, named in each call
         self.address = (parts.hostname, parts.port)
         self.path = parts.path
         self.tally, self.timeout_s = tally, timeout_s
@@ -73,15 +86,15 @@ class Session:
             self.headers["Mcp-Session-Id"] = headers["mcp-session-id"]
             self.headers["Mcp-Protocol-Version"] = PROTOCOL
 
-    async def send(self, method: str, body: dict | None = None) -> bytes:
+    async def send(self, method: str, body: dict | None = None, **headers: str) -> bytes:
         """One HTTP request on the session's connection; the response body."""
-        return await asyncio.wait_for(self._exchange(method, body), self.timeout_s)
+        return await asyncio.wait_for(self._exchange(method, body, headers), self.timeout_s)
 
-    async def _exchange(self, method: str, body: dict | None) -> bytes:
+    async def _exchange(self, method: str, body: dict | None, extra: dict[str, str]) -> bytes:
         if self._writer is None or self._reader.at_eof():
             self._reader, self._writer = await asyncio.open_connection(*self.address)
         content = json.dumps(body).encode() if body is not None else b""
-        headers = {**self.headers, "Content-Length": len(content)}
+        headers = {**self.headers, **extra, "Content-Length": len(content)}
         head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
         self._writer.write(f"{method} {self.path} HTTP/1.1\r\n{head}\r\n".encode() + content)
         status, headers = await self._read_head()
@@ -112,10 +125,19 @@ class Session:
 
     async def rpc(self, method: str, params: dict | None = None) -> dict:
         self.next_id += 1
-        body = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}}
-        return reply_of(await self.send("POST", body))
+        params = params or {}
+        headers = {}
+        if self.sessionless:
+            params = {**params, "_meta": ENVELOPE}
+            headers = {"Mcp-Protocol-Version": CURRENT, "Mcp-Method": method}
+            if method == "tools/call":
+                headers["Mcp-Name"] = params["name"]
+        body = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        return reply_of(await self.send("POST", body, **headers))
 
     async def open(self) -> None:
+        if self.sessionless:  # no handshake, no session
+            return
         client = {"name": "load", "version": "1"}
         await self.rpc(
             "initialize", {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": client}
@@ -124,10 +146,14 @@ class Session:
 
     async def call(self, tool: str, arguments: dict) -> dict:
         started = time.perf_counter()
+        if tool != "start_episode":
+            arguments = arguments | self.handle
         try:
             result = (await self.rpc("tools/call", {"name": tool, "arguments": arguments}))[
                 "result"
             ]
+            if self.sessionless and tool == "start_episode":
+                self.handle = {"episode_id": result["structuredContent"]["episode_id"]}
             if refused_as_busy(result):
                 raise RuntimeError("no SQL worker was free in time (server_busy)")
         except (OSError, RuntimeError, TimeoutError, KeyError, ValueError) as error:
@@ -140,7 +166,10 @@ class Session:
 
     async def close(self) -> None:
         try:
-            await self.send("DELETE")
+            if not self.sessionless:
+                await self.send("DELETE")
+            elif self.handle:
+                await self.call("end_episode", {})
         finally:
             if self._writer is not None:
                 self._writer.close()
@@ -219,10 +248,16 @@ class Level:
     runaway_ms: list[float]
 
 
-def server_command(args: argparse.Namespace, kind: str, sessions: int) -> list[str]:
+def major(python: str) -> int:
+    """The mcp SDK's major version in the environment of `python`."""
+    code = "from importlib.metadata import version; print(version('mcp'))"
+    return int(subprocess.check_output([python, "-c", code], text=True).partition(".")[0])
+
+
+def server_command(args: argparse.Namespace, python: str, kind: str, sessions: int) -> list[str]:
     program = [str(FLOOR_SERVER)] if kind == "floor" else ["-m", "sqlenv_mcp"]
     return [
-        *(sys.executable, *program, "--transport", "http"),
+        *(python, *program, "--transport", "http"),
         *("--data-dir", str(args.data_dir), "--split", args.split),
         # One client (this one) runs every session.
         *("--max-episodes", str(sessions + 16)),
@@ -232,8 +267,10 @@ def server_command(args: argparse.Namespace, kind: str, sessions: int) -> list[s
     ]
 
 
-async def run_level(args: argparse.Namespace, kind: str, sessions: int) -> Level:
-    server = LocalServer(server_command(args, kind, sessions), "/health")
+async def run_level(
+    args: argparse.Namespace, python: str, era: str, kind: str, sessions: int
+) -> Level:
+    server = LocalServer(server_command(args, python, kind, sessions), "/health")
     try:
         process = psutil.Process(server.process.pid)
         idle_rss = process.memory_info().rss
@@ -243,7 +280,7 @@ async def run_level(args: argparse.Namespace, kind: str, sessions: int) -> Level
         stop = asyncio.Event()
         url = f"{server.url}/mcp"
         runaway = asyncio.create_task(
-            run_away(Session(url, Tally(), args.timeout), stop, runaway_ms)
+            run_away(Session(url, Tally(), args.timeout, era), stop, runaway_ms)
             if args.runaway and kind == "ours"
             else asyncio.sleep(0)
         )
@@ -251,7 +288,7 @@ async def run_level(args: argparse.Namespace, kind: str, sessions: int) -> Level
         started = time.perf_counter()
         policy = play if kind == "ours" else play_noop
         tasks = [
-            asyncio.create_task(policy(Session(url, tally, args.timeout), seed))
+            asyncio.create_task(policy(Session(url, tally, args.timeout, era), seed))
             for seed in range(sessions)
         ]
         while not all(task.done() for task in tasks):
@@ -288,38 +325,47 @@ async def main() -> None:
         action="store_true",
         help="one more session keeps sending a query that would run forever",
     )
+    parser.add_argument("--server-python", nargs="+", default=[sys.executable])
     args = parser.parse_args()
     print(f"{CALLS} tool calls per session; server CPU includes its SQL workers")
+    print("server: floor or ours, the server's SDK, its era (hs: handshake, 2026: 2026-07-28)")
     print(
-        f"{'sessions':>9}  {'server':<6}{'success':>9}{'p50 ms':>9}{'p99 ms':>10}"
+        f"{'sessions':>9}  {'server':<16}{'success':>9}{'p50 ms':>9}{'p99 ms':>10}"
         f"{'calls/s':>9}{'CPU ms/call':>13}{'KiB/session':>13}"
     )
+    servers = [
+        (python, era, f"mcp{sdk} {'2026' if era == CURRENT else 'hs'}")
+        for python in args.server_python
+        for sdk in [major(python)]
+        for era in ([PROTOCOL, CURRENT] if sdk >= 2 else [PROTOCOL])
+    ]
     knee = None
     for sessions in args.sessions:
-        levels = {}
-        for kind in ("floor", "ours"):
-            level = levels[kind] = await run_level(args, kind, sessions)
+        for python, era, name in servers:
+            levels = {}
+            for kind in ("floor", "ours"):
+                level = levels[kind] = await run_level(args, python, era, kind, sessions)
+                print(
+                    f"{sessions:>9}  {kind + ' ' + name:<16}{level.success:>9.2%}"
+                    f"{level.p50:>9.1f}{level.p99:>10.1f}{level.calls_per_s:>9.0f}"
+                    f"{level.cpu_ms_per_call:>13.2f}{level.rss_kib_per_session:>13.0f}"
+                )
+                for error in level.errors:
+                    print(f"    e.g. {error}")
+            floor, ours = levels["floor"], levels["ours"]
             print(
-                f"{sessions:>9}  {kind:<6}{level.success:>9.2%}{level.p50:>9.1f}{level.p99:>10.1f}"
-                f"{level.calls_per_s:>9.0f}{level.cpu_ms_per_call:>13.2f}"
-                f"{level.rss_kib_per_session:>13.0f}"
+                f"{sessions:>9}  {'ratio ' + name:<16}{'':>9}{ours.p50 / floor.p50:>8.2f}x"
+                f"{ours.p99 / floor.p99:>9.2f}x{ours.calls_per_s / floor.calls_per_s:>8.2f}x"
+                f"{ours.cpu_ms_per_call / floor.cpu_ms_per_call:>12.2f}x"
             )
-            for error in level.errors:
-                print(f"    e.g. {error}")
-        floor, ours = levels["floor"], levels["ours"]
-        print(
-            f"{sessions:>9}  {'ratio':<6}{'':>9}{ours.p50 / floor.p50:>8.2f}x"
-            f"{ours.p99 / floor.p99:>9.2f}x{ours.calls_per_s / floor.calls_per_s:>8.2f}x"
-            f"{ours.cpu_ms_per_call / floor.cpu_ms_per_call:>12.2f}x"
-        )
-        if ours.runaway_ms:
-            cut = ours.runaway_ms
-            print(
-                f"    runaway queries: {len(cut)} cut at the deadline after "
-                f"{min(cut):.0f}-{max(cut):.0f} ms"
-            )
-        if knee is None and (ours.p99 > 1000 or ours.success < 0.999):
-            knee = sessions
+            if ours.runaway_ms:
+                cut = ours.runaway_ms
+                print(
+                    f"    runaway queries: {len(cut)} cut at the deadline after "
+                    f"{min(cut):.0f}-{max(cut):.0f} ms"
+                )
+            if knee is None and (ours.p99 > 1000 or ours.success < 0.999):
+                knee = f"{sessions} ({name})"
     print(f"knee of ours (p99 > 1 s or success < 99.9%): {knee or 'not reached'}")
 
 

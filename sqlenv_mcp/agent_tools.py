@@ -2,40 +2,37 @@
 
 Each tool is declared with the JSON schemas the engine (or the door, for its own tools) already
 holds: no Python signature stands in for them. Its calls reach its handler unchecked by the SDK
-(the low-level server's `validate_input=False`; FastMCP's own tools would be checked by pydantic,
-which drops names a tool does not take and answers a wrong type in its own words): the engine
+(served on the low-level server, see `sqlenv_mcp.sdk`; the high-level server's own tools would be
+checked by pydantic, which drops names a tool does not take and answers a wrong type in its own
+words): the engine
 checks every name, type and range and answers a mistake in its own words, as through every door.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
 
-from mcp.server.fastmcp import Context, FastMCP
-from mcp.server.lowlevel.helper_types import ReadResourceContents
-from mcp.shared.exceptions import McpError
-from mcp.types import (
-    INVALID_PARAMS,
-    CallToolResult,
-    ContentBlock,
-    ErrorData,
-    GetPromptResult,
-    Tool,
-    ToolAnnotations,
-)
-from pydantic import AnyUrl
+from mcp.types import INVALID_PARAMS, CallToolResult, Tool, ToolAnnotations
 
 from env_core.command_line import PACKAGE
 from env_core.errors import InvalidArgumentError, SQLEnvError, shown
 from env_core.tools import ToolSpec
 from sqlenv_mcp.results import Output
+from sqlenv_mcp.sdk import (
+    SDK_DEFAULTS,
+    Caller,
+    HttpOptions,
+    SdkServer,
+    protocol_error,
+    without_output_schema,
+)
 from sqlenv_mcp.stdio import stdio_streams
 
-# A tool's work: the calling context and the arguments as sent, to the result.
-Handler = Callable[[Context, dict[str, Any]], Awaitable[CallToolResult]]
+# A tool's work: who calls it and the arguments as sent, to the result.
+Handler = Callable[[Caller, dict[str, Any]], Awaitable[CallToolResult]]
 # The MCP specification's code for a resource that does not exist.
 RESOURCE_NOT_FOUND = -32002
 
@@ -82,61 +79,49 @@ def engine_tool(
     )
 
 
-class AgentToolServer(FastMCP):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # FastMCP gives no way to name the server's version; without it, clients see the SDK's.
-        self._mcp_server.version = version(PACKAGE)
+class AgentToolServer(SdkServer):
+    def __init__(
+        self,
+        name: str,
+        *,
+        instructions: str | None = None,
+        http: HttpOptions = SDK_DEFAULTS,
+    ) -> None:
+        # Named with the package's version; without it, clients see the SDK's.
+        super().__init__(name, instructions=instructions, version=version(PACKAGE), http=http)
 
     async def run_stdio_async(self) -> None:
         """Serve over stdio with each line screened first (see `sqlenv_mcp.stdio`)."""
         async with stdio_streams() as (read_stream, write_stream):
-            server = self._mcp_server
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+            await self.run_streams(read_stream, write_stream)
 
     def serve_tools(self, tools: Sequence[AgentTool], output_schemas: bool = True) -> None:
         """List these tools, in this order, and answer their calls (see the module's note);
         without `output_schemas`, they are listed with none (`--no-output-schemas`)."""
         listed = [
-            tool.declaration
-            if output_schemas
-            else tool.declaration.model_copy(update={"outputSchema": None})
+            tool.declaration if output_schemas else without_output_schema(tool.declaration)
             for tool in tools
         ]
         handlers = {tool.declaration.name: tool.handler for tool in tools}
 
-        # Tools added the FastMCP way (`@server.tool`: the benchmarks' no-op floor) follow,
-        # called as FastMCP calls them.
-        async def list_tools() -> list[Tool]:
-            return [*listed, *await self.list_tools()]
+        async def call(caller: Caller, name: str, arguments: dict[str, Any]) -> CallToolResult:
+            return await handlers[name](caller, arguments)
 
-        async def call_tool(
-            name: str, arguments: dict[str, Any]
-        ) -> Sequence[ContentBlock] | dict[str, Any] | CallToolResult:
-            handler = handlers.get(name)
-            if handler is None:
-                return await self.call_tool(name, arguments)
-            return await handler(self.get_context(), dict(arguments))
+        super().serve_tools(listed, call)
 
-        self._mcp_server.list_tools()(list_tools)
-        self._mcp_server.call_tool(validate_input=False)(call_tool)
-
-    # FastMCP answers an unknown resource or prompt with error code 0 (and logs a traceback
-    # for the prompt); the specification's codes are these.
-    async def read_resource(self, uri: AnyUrl | str) -> Iterable[ReadResourceContents]:
+    # The high-level server answers an unknown resource or prompt with error code 0 (and logs
+    # a traceback for the prompt); the specification's codes are these.
+    async def read_resource(self, uri: Any, *context: Any) -> Any:
         known = [str(resource.uri) for resource in await self.list_resources()]
         if str(uri) not in known:
-            message = _unknown("resource", str(uri), known)
-            raise McpError(ErrorData(code=RESOURCE_NOT_FOUND, message=message))
-        return await super().read_resource(uri)
+            raise protocol_error(RESOURCE_NOT_FOUND, _unknown("resource", str(uri), known))
+        return await super().read_resource(uri, *context)
 
-    async def get_prompt(
-        self, name: str, arguments: dict[str, Any] | None = None
-    ) -> GetPromptResult:
+    async def get_prompt(self, name: str, arguments: Any = None, *context: Any) -> Any:
         known = [prompt.name for prompt in await self.list_prompts()]
         if name not in known:
-            raise McpError(ErrorData(code=INVALID_PARAMS, message=_unknown("prompt", name, known)))
-        return await super().get_prompt(name, arguments)
+            raise protocol_error(INVALID_PARAMS, _unknown("prompt", name, known))
+        return await super().get_prompt(name, arguments, *context)
 
 
 def _unknown(kind: str, name: str, known: list[str]) -> str:

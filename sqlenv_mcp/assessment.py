@@ -22,7 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 
 from env_core import contract
@@ -40,6 +39,7 @@ from serving.asgi import INVALID_REQUEST, App, Receive, Scope, Send, respond_jso
 from sqlenv_mcp.agent_tools import AgentTool, AgentToolServer, declared, engine_tool
 from sqlenv_mcp.episodes import STARTING
 from sqlenv_mcp.results import StartOutput, StepOutput, error_result, start_result, step_result
+from sqlenv_mcp.sdk import Caller
 
 log = logging.getLogger(__name__)
 
@@ -146,15 +146,15 @@ class Assessment:
 
 # Which seat a tool call is for: over HTTP the one its request was routed to (`SeatRouter`),
 # over stdio the one seat the server serves.
-SeatOf = Callable[[Context], Seat | None]
+SeatOf = Callable[[Caller], Seat | None]
 SEAT_KEY = "sqlenv.seat"
 MCP_PATH = "/mcp"
 SEAT_PATH = re.compile(r"/assess/(?P<token>[A-Za-z0-9_-]+)/mcp/?")
 
 
 def routed_seat(seats: Seats) -> SeatOf:
-    def find(ctx: Context) -> Seat | None:
-        request = ctx.request_context.request
+    def find(caller: Caller) -> Seat | None:
+        request = caller.request
         return seats.get(request.scope.get(SEAT_KEY) if request else None)
 
     return find
@@ -193,8 +193,8 @@ def register_assessment_tools(
 ) -> None:
     """start_episode (no arguments) and the tools on the calling seat's episode."""
 
-    async def start(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-        seat = seat_of(ctx)
+    async def start(caller: Caller, arguments: dict[str, Any]) -> CallToolResult:
+        seat = seat_of(caller)
         try:
             if arguments:
                 raise InvalidArgumentError(NOT_CHOSEN)
@@ -205,8 +205,8 @@ def register_assessment_tools(
             return error_result(error)
 
     def calls_of(tool: str):
-        async def call(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
-            seat = seat_of(ctx)
+        async def call(caller: Caller, arguments: dict[str, Any]) -> CallToolResult:
+            seat = seat_of(caller)
             if seat is None:
                 return step_result("", refusal(tool, UnknownEpisodeError(NO_SEAT)))
             work = seat.manager.work(seat.episode_id, tool, arguments, owner=seat.token)

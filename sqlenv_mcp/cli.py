@@ -8,8 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from mcp.server.fastmcp import FastMCP
-
 from env_core.command_line import CommandError, CommandParser, run_main
 from env_core.factory import open_manager
 from env_core.manager import executor_limits
@@ -17,6 +15,7 @@ from env_core.sandbox import Sandbox
 from env_core.settings import Settings, add_arguments
 from serving.asgi import listening_socket
 from serving.parent_watch import stop_with_parent
+from sqlenv_mcp.agent_tools import AgentToolServer
 from sqlenv_mcp.assessment import Assessment, Seat, Seats, routed_seat
 from sqlenv_mcp.episodes import Sessions
 from sqlenv_mcp.explorer import UserDatabases
@@ -108,7 +107,7 @@ class Served:
     """What a command line serves: the MCP server, which of its HTTP sessions are in use
     (see `sqlenv_mcp.guard`) and, in assessment mode, the assessment and its seats."""
 
-    server: FastMCP
+    server: AgentToolServer
     in_use: Callable[[str], bool] = lambda _session_id: True
     seats: Seats | None = None
     assigned: tuple[Seat, ...] = ()

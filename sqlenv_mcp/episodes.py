@@ -11,17 +11,14 @@ Episodes are capped per client (remote address) by the episode manager.
 
 import functools
 import weakref
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
-from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import CallToolResult, ToolAnnotations
 
 from env_core import contract
 from env_core.episode import Episode, refusal
 from env_core.errors import SQLEnvError, UnknownEpisodeError
-from env_core.holder import EpisodeHolder
+from env_core.holder import EpisodeHolder, close_dropped
 from env_core.manager import EpisodeManager
 from env_core.sandbox import finish_async
 from env_core.tools import check_names, object_schema
@@ -36,6 +33,7 @@ from sqlenv_mcp.results import (
     step_result,
     tool_result,
 )
+from sqlenv_mcp.sdk import Caller
 
 MAX_EPISODES_PER_SESSION = 8
 
@@ -77,9 +75,9 @@ class Sessions:
     """The episodes of one server's open MCP sessions, each held for its session (over HTTP,
     also found by its session id), and the handles that name them.
 
-    A session's episodes close when the session ends: with the server lifespan, which the mcp
-    1.x SDK enters once per session, else when the session object is released; the episodes'
-    idle TTL bounds both. An episode started by a request with no session is held by none.
+    A session's episodes close when the session ends (see `Caller.when_closed`), or else when
+    its connection object is released; the episodes' idle TTL bounds both. An episode started
+    by a request with no session is held by none.
     """
 
     def __init__(self, manager: EpisodeManager, handles: Handles | None = None) -> None:
@@ -90,31 +88,31 @@ class Sessions:
         )
         self._by_session_id: dict[str, EpisodeHolder] = {}
 
-    def of(self, ctx: Context) -> EpisodeHolder | None:
-        """The calling session's episodes; None for a request with no session (over HTTP,
-        one without Mcp-Session-Id: a stateless server's, or a sessionless client's)."""
-        request = ctx.request_context.request
-        if request is not None and "mcp-session-id" not in request.headers:
+    def of(self, caller: Caller) -> EpisodeHolder | None:
+        """The calling session's episodes; None for a request with no session (the sessionless
+        protocol's, or any request to a --stateless server)."""
+        if caller.connection is None:
             return None
-        held = self._by_session.get(ctx.session)
+        held = self._by_session.get(caller.connection)
         if held is None:
-            held = self._open(ctx)
+            held = self._open(caller)
         return held
 
-    def start(self, ctx: Context, keep_previous: bool, **selectors: Any) -> Episode:
+    def start(self, caller: Caller, keep_previous: bool, **selectors: Any) -> Episode:
         """Start an episode named by a new handle, held by the calling session if any."""
         handle = self.handles.issue()
-        held = self.of(ctx)
+        held = self.of(caller)
         if held is None:
-            return self.manager.create(episode_id=handle, client=_client(ctx), **selectors)
+            close_dropped()
+            return self.manager.create(episode_id=handle, client=_client(caller), **selectors)
         return held.start(keep_previous, episode_id=handle, **selectors)
 
-    def episode(self, ctx: Context, given: str | None) -> str:
+    def episode(self, caller: Caller, given: str | None) -> str:
         """The handle of the episode a request acts on: `given`, else its session's current
         episode's. Raises `UnknownEpisodeError` saying why there is none: a handle this server
         did not issue (`Handles.verify`), one whose episode is over, no session."""
         if not given:
-            held = self.of(ctx)
+            held = self.of(caller)
             if held is None:
                 raise UnknownEpisodeError(NO_SESSION)
             return held.resolve()
@@ -129,30 +127,29 @@ class Sessions:
             ) from None
         return given
 
-    def end(self, ctx: Context, handle: str) -> bool:
+    def end(self, caller: Caller, handle: str) -> bool:
         """End an episode; False if it was not open."""
-        held = self.of(ctx)
+        held = self.of(caller)
         return held.end(handle) if held is not None else self.manager.close(handle)
 
-    def _open(self, ctx: Context) -> EpisodeHolder:
-        request = ctx.request_context.request
+    def _open(self, caller: Caller) -> EpisodeHolder:
+        request = caller.request
         # Not owned: its episodes answer whoever presents their handle.
         held = EpisodeHolder(
             self.manager,
             idle=NO_EPISODE,
             owned=False,
-            client=_client(ctx),
+            client=_client(caller),
             keeps=MAX_EPISODES_PER_SESSION,
             full=TOO_MANY_KEPT,
         )
         session_id = request.headers.get("mcp-session-id") if request is not None else None
         if session_id is not None:
             self._by_session_id[session_id] = held
-        self._by_session[ctx.session] = held
-        weakref.finalize(ctx.session, self._close, held, session_id)
-        lifetime = ctx.request_context.lifespan_context
-        if isinstance(lifetime, list):  # this connection's own lifespan (mcp 1.x)
-            lifetime.append(functools.partial(self._close, held, session_id))
+        self._by_session[caller.connection] = held
+        weakref.finalize(caller.connection, self._close, held, session_id)
+        if caller.when_closed is not None:
+            caller.when_closed(functools.partial(self._close, held, session_id))
         return held
 
     def _close(self, held: EpisodeHolder, session_id: str | None) -> None:
@@ -164,22 +161,10 @@ class Sessions:
         held = self._by_session_id.get(session_id)
         return held is not None and held.holding
 
-    def lifespan(self):
-        @asynccontextmanager
-        async def connection(_server: FastMCP) -> AsyncIterator[list[Callable[[], None]]]:
-            closes: list[Callable[[], None]] = []
-            try:
-                yield closes
-            finally:
-                for close in closes:  # synchronous: the exit may run in a cancelled scope
-                    close()
 
-        return connection
-
-
-def _client(ctx: Context) -> str | None:
-    """The remote address of the request, whose episodes the manager caps together."""
-    request = ctx.request_context.request
+def _client(caller: Caller) -> str | None:
+    """The remote address whose episodes are capped together (None over stdio)."""
+    request = caller.request
     return request.client.host if request is not None and request.client else None
 
 
@@ -220,20 +205,20 @@ def register_episode_tools(
     end_episode, each called with the arguments as sent (see `sqlenv_mcp.agent_tools`)."""
     manager = sessions.manager
 
-    async def start(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
+    async def start(caller: Caller, arguments: dict[str, Any]) -> CallToolResult:
         try:
             check_names("start_episode", arguments, START_PARAMETERS["properties"])
             keep_previous = take(arguments, "keep_previous", bool) or False
-            episode = sessions.start(ctx, keep_previous, **arguments)
+            episode = sessions.start(caller, keep_previous, **arguments)
         except SQLEnvError as error:
             return error_result(error)
         return start_result(episode.start)
 
     def calls_of(tool: str) -> Handler:
-        async def call(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
+        async def call(caller: Caller, arguments: dict[str, Any]) -> CallToolResult:
             try:
                 handle = sessions.episode(
-                    ctx, take(arguments, "episode_id", str, UnknownEpisodeError)
+                    caller, take(arguments, "episode_id", str, UnknownEpisodeError)
                 )
             except UnknownEpisodeError as error:
                 return step_result("", refusal(tool, error))
@@ -242,14 +227,14 @@ def register_episode_tools(
 
         return call
 
-    async def end(ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
+    async def end(caller: Caller, arguments: dict[str, Any]) -> CallToolResult:
         try:
             check_names("end_episode", arguments, EPISODE_ID)
             given = take(arguments, "episode_id", str, UnknownEpisodeError)
-            resolved = given or sessions.episode(ctx, None)
+            resolved = given or sessions.episode(caller, None)
         except SQLEnvError as error:
             return error_result(error)
-        closed = sessions.end(ctx, resolved)
+        closed = sessions.end(caller, resolved)
         text = f"Episode {resolved} {'ended' if closed else 'was not open'}."
         return tool_result(text, {"episode_id": resolved, "closed": closed})
 

@@ -12,7 +12,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from mcp.server.fastmcp import Context
 from mcp.types import CallToolResult
 
 from env_core import render
@@ -46,6 +45,7 @@ from sqlenv_mcp.agent_tools import (
     take,
 )
 from sqlenv_mcp.results import ExploreOutput, explore_result
+from sqlenv_mcp.sdk import Caller
 from sqlenv_mcp.served_files import SQLITE_SUFFIXES, Identity, ServedFile, files_inside
 
 log = logging.getLogger(__name__)
@@ -246,7 +246,7 @@ def register_explorer_tools(
     arguments as sent (see `sqlenv_mcp.agent_tools`)."""
     limits = databases.limits
 
-    async def list_tables(_ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
+    async def list_tables(_caller: Caller, arguments: dict[str, Any]) -> CallToolResult:
         asked = arguments.get("database")
         try:
             database = take(arguments, "database", str)
@@ -268,7 +268,7 @@ def register_explorer_tools(
         return name, explored.text, explored.data
 
     def calls_of(spec: ToolSpec) -> Handler:
-        async def call(_ctx: Context, arguments: dict[str, Any]) -> CallToolResult:
+        async def call(_caller: Caller, arguments: dict[str, Any]) -> CallToolResult:
             asked = arguments.get("database")
             try:
                 name, text, data = await explore(spec, arguments)

@@ -27,8 +27,10 @@ from starlette.responses import PlainTextResponse, Response
 from serving import asgi
 from serving.asgi import App, Message, Receive, Scope, Send
 from sqlenv_mcp import jsonrpc
+from sqlenv_mcp.sdk import error_status
 
 SESSION_HEADER = b"mcp-session-id"
+PROTOCOL_VERSION_HEADER = b"mcp-protocol-version"
 # A client at its cap that opens another session ends its own least recently used one not in
 # use, if idle this long: many clients never end theirs (HTTP DELETE), and were locked out until
 # their sessions expired. One idle for less may be about to start its episode.
@@ -90,8 +92,10 @@ class SessionGuard:
                 return
             screened = jsonrpc.screen(body)
             if screened.error is not None:  # a request the SDK could answer is answered as one
-                status = 400 if screened.error["id"] is None else 200
-                await asgi.respond_json(send, status, screened.error)
+                error, version = screened.error, asgi.header(scope, PROTOCOL_VERSION_HEADER)
+                code = error["error"]["code"]
+                status = 400 if error["id"] is None else error_status(version, code)
+                await asgi.respond_json(send, status, error)
                 return
             if screened.ignored:
                 await Response(status_code=202)(scope, receive, send)

@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from mcp import types
 from pydantic import BaseModel, ValidationError
 
 from env_core.errors import shortened, shown
 from serving import json_limits
 from serving.asgi import INVALID_REQUEST, PARSE_ERROR, rpc_error
+from sqlenv_mcp.sdk import CLIENT_NOTIFICATIONS, CLIENT_REQUESTS, malformed_for_its_version
 
 METHOD_NOT_FOUND, INVALID_PARAMS = -32601, -32602
 MAX_PROBLEM_CHARS = 200
@@ -45,8 +45,8 @@ def _models(union: Any) -> dict[str, type[BaseModel]]:
     }
 
 
-REQUESTS = _models(types.ClientRequestType)
-NOTIFICATIONS = _models(types.ClientNotificationType)
+REQUESTS = _models(CLIENT_REQUESTS)
+NOTIFICATIONS = _models(CLIENT_NOTIFICATIONS)
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,10 @@ def screen(data: bytes) -> Screened:
     if "method" in message and "id" not in message:
         model = NOTIFICATIONS.get(message["method"])
         return Screened(
-            message, ignored=model is None or _invalid_params(model, message) is not None
+            message,
+            ignored=model is None
+            or _invalid_params(model, message) is not None
+            or malformed_for_its_version(message),
         )
     return Screened(message)
 

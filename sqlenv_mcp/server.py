@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import anyio
-from mcp.server.fastmcp import FastMCP
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -24,6 +23,7 @@ from sqlenv_mcp import assessment as assessments
 from sqlenv_mcp import episodes, explorer
 from sqlenv_mcp.agent_tools import AgentToolServer
 from sqlenv_mcp.guard import SessionGuard
+from sqlenv_mcp.sdk import HttpOptions
 
 LOCAL_HOSTS = ("127.0.0.1:*", "localhost:*", "[::1]:*")
 
@@ -66,9 +66,8 @@ def _new_server(
     http: HttpSettings,
     health: Callable[[], dict],
     unavailable: Unavailable,
-    lifespan=None,
 ) -> AgentToolServer:
-    # DNS-rebinding protection stays on whatever the bind address: FastMCP would switch it off
+    # DNS-rebinding protection stays on whatever the bind address: the SDK would switch it off
     # for 0.0.0.0, so the allowlist is passed explicitly (extended by --allowed-host).
     hosts = with_default_ports([*LOCAL_HOSTS, *http.allowed_hosts])
     security = TransportSecuritySettings(
@@ -79,25 +78,16 @@ def _new_server(
             *(f"https://{host}" for host in hosts),
         ],
     )
-    server = AgentToolServer(
-        "sqlenv",
-        instructions=instructions,
-        lifespan=lifespan,
-        log_level="WARNING",
+    options = HttpOptions(
         host=http.settings.host,
         port=http.settings.port,
-        streamable_http_path="/mcp",
-        # A call is answered with one JSON body rather than a server-sent event stream: no tool
-        # streams progress, and the stream costs a third of the server's time per call
-        # (docs/profiles.md). Sessions stay stateful (Mcp-Session-Id), each with its episodes,
-        # unless --stateless.
-        json_response=True,
-        stateless_http=http.stateless,
+        stateless=http.stateless,
         # A session holding an episode lives as long as the episode may stay idle.
         session_idle_timeout=http.settings.idle_ttl_s,
         max_sessions=MAX_SESSIONS,
         transport_security=security,
     )
+    server = AgentToolServer("sqlenv", instructions=instructions, http=options)
 
     host_check = TransportSecurityMiddleware(security)
 
@@ -128,14 +118,13 @@ def build_episode_server(
     http: HttpSettings | None = None,
     output_schemas: bool = True,
     sessions: episodes.Sessions | None = None,
-) -> FastMCP:
+) -> AgentToolServer:
     sessions = sessions or episodes.Sessions(manager)
     server = _new_server(
         episodes.INSTRUCTIONS,
         http or HttpSettings(),
         lambda: {"episodes": asdict(manager.stats())},
         manager.sandbox.unavailable,
-        sessions.lifespan(),
     )
     episodes.register_episode_tools(server, sessions, output_schemas)
 
@@ -171,7 +160,7 @@ def build_assessment_server(
     http: HttpSettings | None = None,
     output_schemas: bool = True,
     unavailable: Unavailable = lambda: None,
-) -> FastMCP:
+) -> AgentToolServer:
     """Assessment mode: `tools` (their descriptions under the served limits) on each seat's
     episode, found by `seat_of`; `unavailable`: its sessions' (`Sandbox.unavailable`)."""
     server = _new_server(
@@ -188,7 +177,7 @@ def build_explorer_server(
     databases: explorer.UserDatabases,
     http: HttpSettings | None = None,
     output_schemas: bool = True,
-) -> FastMCP:
+) -> AgentToolServer:
     server = _new_server(
         explorer.INSTRUCTIONS,
         http or HttpSettings(),
@@ -258,7 +247,7 @@ CLOSED_STREAMS = _ClosedStreams()
 
 
 def http_app(
-    server: FastMCP,
+    server: AgentToolServer,
     http: HttpSettings,
     auth_token: str | None,
     in_use: Callable[[str], bool] = lambda _session_id: True,

@@ -18,13 +18,13 @@ from typing import Any, BinaryIO
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import types
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from serving.asgi import INVALID_REQUEST, rpc_error
 from sqlenv_mcp.jsonrpc import screen
+from sqlenv_mcp.sdk import message_json, parse_message
 
 MAX_LINE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
 LINE_TOO_LONG = f"a message may be at most {MAX_LINE_BYTES:,} bytes long"
@@ -58,7 +58,7 @@ async def stdio_streams() -> AsyncIterator[
         async with outgoing:
             async for item in outgoing:
                 if isinstance(item, SessionMessage):
-                    text = item.message.model_dump_json(by_alias=True, exclude_none=True)
+                    text = message_json(item.message)
                 else:
                     text = json.dumps(item)
                 try:
@@ -85,7 +85,7 @@ async def _take(
         await answers.send(screened.error)
     elif not screened.ignored:
         try:
-            message = types.JSONRPCMessage.model_validate(screened.message)
+            message = parse_message(screened.message)
         except (
             ValidationError
         ):  # a shape `screen` does not name, such as a result that is no object

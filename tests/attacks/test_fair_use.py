@@ -212,7 +212,7 @@ async def test_one_connection_cannot_take_every_episode_slot(cache_dir):
     server = serve(["sqlenv_mcp", "--transport", "http"], "/health", "--max-episodes", "16")
     try:
         async with (
-            streamable_http_client(f"{server.url}/mcp") as (read, write, _),
+            streamable_http_client(f"{server.url}/mcp") as (read, write, *_),
             ClientSession(read, write) as session,
         ):
             await session.initialize()

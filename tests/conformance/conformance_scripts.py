@@ -2,7 +2,8 @@
 
 A script is a question id and a fixed list of tool calls. Oracle and Random scripts are the
 calls those policies made through the engine in process; the edge cases are written here:
-agent mistakes, malformed arguments, running out of steps and calls after the end.
+agent mistakes, malformed arguments, running out of steps and calls after the end. A replay's
+outcomes are compared with the engine's in process as `differences` says.
 """
 
 from __future__ import annotations
@@ -92,3 +93,55 @@ def all_scripts(door: DoorClient, split: str, budget: int) -> list[Script]:
         *recorded(door, RandomPolicy(), 150, seed=2),
         *edge_cases(door.catalog, split, 50, budget, seed=3),
     ]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    text: str
+    reward: float
+    done: bool
+    data: Any
+
+
+def masked(text: str, episode_id: str) -> str:
+    return text.replace(episode_id, "<episode>")
+
+
+def comparable_data(data: dict, episode_id: str) -> dict:
+    """The structured result less the measured query time, with the episode id masked."""
+    return {
+        key: masked(value, episode_id) if isinstance(value, str) else value
+        for key, value in data.items()
+        if key != "elapsed_ms"
+    }
+
+
+def replay_door(door: DoorClient, scripts: list[Script]) -> list[list[Outcome]]:
+    episodes = []
+    for script in scripts:
+        start = door.start(script.question_id)
+        outcomes = [Outcome(start.text, 0.0, False, None)]
+        for tool, arguments in script.calls:
+            result = door.step(start.episode_id, tool, arguments)
+            text = masked(result.text, start.episode_id)
+            data = comparable_data(result.data, start.episode_id)
+            outcomes.append(Outcome(text, result.reward, result.done, data))
+        door.end(start.episode_id)
+        episodes.append(outcomes)
+    return episodes
+
+
+def differences(reference: list[list[Outcome]], other: list[list[Outcome]], scripts, compare_data):
+    found = []
+    for script, expected_episode, episode in zip(scripts, reference, other, strict=True):
+        for index, (expected, got) in enumerate(zip(expected_episode, episode, strict=True)):
+            same = (expected.text, expected.reward, expected.done) == (
+                got.text,
+                got.reward,
+                got.done,
+            )
+            if compare_data and expected.data != got.data:
+                same = False
+            if not same:
+                found.append(f"{script.name} call {index}: {expected} != {got}")
+    return found

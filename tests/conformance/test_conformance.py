@@ -25,7 +25,15 @@ from typing import Any
 
 import pytest
 import skyrl_gym
-from conformance_scripts import Script, all_scripts
+from conformance_scripts import (
+    Outcome,
+    Script,
+    all_scripts,
+    comparable_data,
+    differences,
+    masked,
+    replay_door,
+)
 from inspect_ai import Task
 from inspect_ai import eval as inspect_eval
 from inspect_ai.dataset import Sample
@@ -46,42 +54,6 @@ RECORD = (
     ".venv/bin/python scripts/docs/record.py conformance -- "
     ".venv/bin/python -m pytest -q -s -p no:cacheprovider tests/conformance -k 'not docs'"
 )
-
-
-@dataclass(frozen=True)
-class Outcome:
-    text: str
-    reward: float
-    done: bool
-    data: Any
-
-
-def masked(text: str, episode_id: str) -> str:
-    return text.replace(episode_id, "<episode>")
-
-
-def comparable_data(data: dict, episode_id: str) -> dict:
-    """The structured result less the measured query time, with the episode id masked."""
-    return {
-        key: masked(value, episode_id) if isinstance(value, str) else value
-        for key, value in data.items()
-        if key != "elapsed_ms"
-    }
-
-
-def replay_door(door: DoorClient, scripts: list[Script]) -> list[list[Outcome]]:
-    episodes = []
-    for script in scripts:
-        start = door.start(script.question_id)
-        outcomes = [Outcome(start.text, 0.0, False, None)]
-        for tool, arguments in script.calls:
-            result = door.step(start.episode_id, tool, arguments)
-            text = masked(result.text, start.episode_id)
-            data = comparable_data(result.data, start.episode_id)
-            outcomes.append(Outcome(text, result.reward, result.done, data))
-        door.end(start.episode_id)
-        episodes.append(outcomes)
-    return episodes
 
 
 def replay_inspect(spec, scripts: list[Script], log_dir: Path) -> list[list[Outcome] | None]:
@@ -194,22 +166,6 @@ def opened(spec, kind: str) -> Iterator[DoorClient]:
         yield door
     finally:
         door.close()
-
-
-def differences(reference: list[list[Outcome]], other: list[list[Outcome]], scripts, compare_data):
-    found = []
-    for script, expected_episode, episode in zip(scripts, reference, other, strict=True):
-        for index, (expected, got) in enumerate(zip(expected_episode, episode, strict=True)):
-            same = (expected.text, expected.reward, expected.done) == (
-                got.text,
-                got.reward,
-                got.done,
-            )
-            if compare_data and expected.data != got.data:
-                same = False
-            if not same:
-                found.append(f"{script.name} call {index}: {expected} != {got}")
-    return found
 
 
 @dataclass(frozen=True)

@@ -5,11 +5,12 @@ import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from mcp.types import InitializeResult
+from sdk_client import Session, wired
 
 from serving.local_server import LocalServer
 
@@ -24,16 +25,14 @@ def stdio_params(*args: str) -> StdioServerParameters:
 
 
 @asynccontextmanager
-async def stdio_session(
-    errlog: Path, *args: str
-) -> AsyncIterator[tuple[ClientSession, InitializeResult]]:
+async def stdio_session(errlog: Path, *args: str) -> AsyncIterator[tuple[Session, Any]]:
     """An initialised SDK client of a stdio server process whose stderr goes to `errlog`."""
     with errlog.open("w") as log:
         async with (
             stdio_client(stdio_params(*args), errlog=log) as (read, write),
             ClientSession(read, write) as client,
         ):
-            yield client, await client.initialize()
+            yield Session(client), wired(await client.initialize())
 
 
 class RunningServer(LocalServer):

@@ -6,9 +6,8 @@ import re
 
 import httpx
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp_processes import stdio_session
+from sdk_client import Session, http_session
 
 from env_core.answers import gold_as_json
 from sqlenv_mcp.assessment import NO_SEAT
@@ -19,7 +18,7 @@ ASSIGNED = f"{DEV}:0"  # How many singers do we have? (concert_singer)
 NOT_CHOSEN = "your episode is assigned and cannot be chosen or restarted"
 
 
-async def play_and_try_to_replay(client: ClientSession, catalog, question_id: str) -> None:
+async def play_and_try_to_replay(client: Session, catalog, question_id: str) -> None:
     """Play the assigned episode right, trying every way to pick or restart a question."""
     listed = {tool.name: tool for tool in (await client.list_tools()).tools}
     assert sorted(listed) == ["answer", "describe", "query", "sample", "start_episode"]
@@ -71,11 +70,7 @@ async def test_over_http_each_question_has_its_own_address(http_server, spider_c
     assert sorted(addresses) == sorted(assigned)
     for question_id, address in addresses.items():
         assert address.startswith(f"{server.url}/assess/")
-        async with (
-            streamable_http_client(address) as (read, write, _),
-            ClientSession(read, write) as client,
-        ):
-            await client.initialize()
+        async with http_session(address) as (client, _):
             if question_id == ASSIGNED:
                 await play_and_try_to_replay(client, spider_catalog, question_id)
             else:

@@ -4,7 +4,7 @@ import hashlib
 import sqlite3
 
 import pytest
-from mcp.shared.memory import create_connected_server_and_client_session as connect
+from sdk_client import connect
 
 from env_core.errors import DataError
 from env_core.executor_limits import ExecutorLimits

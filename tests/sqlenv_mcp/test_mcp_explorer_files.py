@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mcp.shared.memory import create_connected_server_and_client_session as connect
+from sdk_client import connect
 
 from env_core.errors import DataError
 from env_core.executor_limits import ExecutorLimits

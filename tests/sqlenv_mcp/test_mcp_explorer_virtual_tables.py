@@ -2,7 +2,7 @@
 reading one runs its module, which may run a view of the user's file."""
 
 import pytest
-from mcp.shared.memory import create_connected_server_and_client_session as connect
+from sdk_client import connect
 from test_mcp_explorer_files import make_database
 
 from env_core.executor_limits import ExecutorLimits

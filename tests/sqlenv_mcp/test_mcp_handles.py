@@ -6,9 +6,7 @@ import re
 
 import httpx
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.memory import create_connected_server_and_client_session as connect
+from sdk_client import connect, http_session
 
 from sqlenv_mcp.handles import SHAPE
 from sqlenv_mcp.server import build_episode_server
@@ -177,12 +175,7 @@ def test_each_call_in_a_new_session_plays_by_handle(http_server):
 
 async def test_the_sdk_client_plays_a_stateless_server_by_handle(http_server):
     server = http_server("--stateless")
-    async with (
-        streamable_http_client(f"{server.url}/mcp") as (read, write, session_id),
-        ClientSession(read, write) as client,
-    ):
-        await client.initialize()
-        assert session_id() is None
+    async with http_session(f"{server.url}/mcp") as (client, _):
         started = await client.call_tool("start_episode", {"question_id": f"{DEV}:0"})
         handle = started.structuredContent["episode_id"]
         current = await client.call_tool("query", {"sql": "SELECT 1"})

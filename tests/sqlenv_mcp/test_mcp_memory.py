@@ -5,7 +5,7 @@ import json
 import shutil
 
 import pytest
-from mcp.shared.memory import create_connected_server_and_client_session as connect
+from sdk_client import connect
 
 from env_core import contract
 from env_core.answers import gold_as_json

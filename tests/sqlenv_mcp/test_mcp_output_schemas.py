@@ -3,7 +3,7 @@ refusals included: clients validate each structured result against it."""
 
 import pytest
 from jsonschema import validators
-from mcp.shared.memory import create_connected_server_and_client_session as connect
+from sdk_client import connect
 
 from sqlenv_mcp.results import SCHEMA_DIALECT
 from sqlenv_mcp.server import build_episode_server

@@ -7,9 +7,8 @@ from contextlib import asynccontextmanager
 import anyio
 import httpx
 import pytest
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from mcp_processes import stdio_session
+from sdk_client import Session, http_session
 from served_episodes import MCP_HEADERS, MCP_INITIALIZE, mcp_reply
 
 from env_core.answers import gold_as_json
@@ -19,16 +18,12 @@ DEV = "dev_without_wta_1"
 
 
 @asynccontextmanager
-async def http_client(url: str) -> AsyncIterator[ClientSession]:
-    async with (
-        streamable_http_client(f"{url}/mcp") as (read, write, _session_id),
-        ClientSession(read, write) as client,
-    ):
-        await client.initialize()
+async def http_client(url: str) -> AsyncIterator[Session]:
+    async with http_session(f"{url}/mcp") as (client, _initialized):
         yield client
 
 
-async def play_full_episode(client: ClientSession, catalog, question_id: str) -> list:
+async def play_full_episode(client: Session, catalog, question_id: str) -> list:
     question = catalog.question(question_id)
     start = await client.call_tool("start_episode", {"question_id": question_id})
     assert start.structuredContent["db_id"] == question.db_id
