@@ -23,9 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 import websockets
-from mcp import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 from process_memory import MIB, PeakRSS, tree_rss
+from sdk_client import http_session
 from served_episodes import MCP_HEADERS, MCP_INITIALIZE, mcp_reply
 from websockets.sync.client import connect as connect_websocket
 
@@ -34,6 +33,7 @@ from serving.http_protocol import REQUEST_S
 from serving.json_limits import TOO_MANY
 from serving.local_server import LocalServer
 from sqlenv_mcp.guard import ID_RUNNING, REPLACEABLE_AFTER_S
+from sqlenv_mcp.sdk import MAJOR
 
 pytestmark = pytest.mark.anyio
 CAP = 3
@@ -208,14 +208,10 @@ def test_thousands_of_mcp_connections_never_ended_stay_bounded(cache_dir):
         server.stop()
 
 
-async def test_one_connection_cannot_take_every_episode_slot(cache_dir):
+async def test_one_mcp_connection_cannot_take_every_episode_slot(cache_dir):
     server = serve(["sqlenv_mcp", "--transport", "http"], "/health", "--max-episodes", "16")
     try:
-        async with (
-            streamable_http_client(f"{server.url}/mcp") as (read, write, *_),
-            ClientSession(read, write) as session,
-        ):
-            await session.initialize()
+        async with http_session(f"{server.url}/mcp") as (session, _):
             for seed in range(40):
                 assert not (await session.call_tool("start_episode", {"seed": seed})).isError
             assert mcp_server_health(server)["episodes"]["active"] == 1
@@ -230,7 +226,7 @@ async def test_one_connection_cannot_take_every_episode_slot(cache_dir):
         server.stop()
 
 
-def test_episodes_are_capped_per_client(cache_dir):
+def test_mcp_episodes_are_capped_per_client(cache_dir):
     server = serve(
         ["sqlenv_mcp", "--transport", "http"], "/health", "--max-episodes-per-client", "2"
     )
@@ -248,7 +244,7 @@ def test_episodes_are_capped_per_client(cache_dir):
         server.stop()
 
 
-def test_health_details_need_the_token_and_an_allowed_host(cache_dir):
+def test_mcp_health_details_need_the_token_and_an_allowed_host(cache_dir):
     server = serve(["sqlenv_mcp", "--transport", "http"], "/health", "--auth-token", "s3cret")
     try:
         assert httpx.get(f"{server.url}/health").json() == {"status": "healthy"}
@@ -260,12 +256,19 @@ def test_health_details_need_the_token_and_an_allowed_host(cache_dir):
         server.stop()
 
 
-def test_a_lone_surrogate_is_a_clear_error_that_spends_the_step_like_any_bad_argument(
-    mcp_server,
-):
+def test_an_mcp_call_with_a_lone_surrogate_is_a_clear_error(mcp_server):
     connection = RawConnection(mcp_server.url)
     connection.call("start_episode", {"seed": 1})
-    reply = tool_result(connection.call("query", {"sql": "SELECT '\ud800'"}))
+    response = connection.call("query", {"sql": "SELECT '\ud800'"})
+    if MAJOR >= 2:
+        # mcp 2.x reads JSON strictly: the message is refused whole, and nothing is spent.
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert error["code"] == -32700 and error["message"].startswith("Parse error: ")
+        after = tool_result(connection.call("query", {"sql": "SELECT 1"}))
+        assert after["content"][0]["text"].endswith("[14 steps left]")
+        return
+    reply = tool_result(response)
     assert reply["isError"] and reply["structuredContent"]["reward"] < 0
     assert reply["content"][0]["text"].startswith(
         "Error: query: sql is not valid Unicode text (it holds a lone surrogate)"
@@ -532,7 +535,7 @@ async def test_a_websocket_frame_of_too_many_values_is_an_error_and_held_by_no_s
     assert held < 40 * MIB, held / MIB  # each socket held ~25 MiB unguarded
 
 
-def test_a_request_reusing_the_id_of_one_still_running_is_refused_and_both_are_answered(
+def test_an_mcp_request_reusing_the_id_of_one_still_running_is_refused_and_both_are_answered(
     mcp_server,
 ):
     """The SDK answers by id: the second request took the first's answer (an error about a
