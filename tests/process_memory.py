@@ -23,18 +23,28 @@ def tree_rss(pid: int) -> int:
 
 
 def process_tree(pid: int) -> list[int]:
-    """`pid` and every process below it."""
+    """`pid` and every process below it, less a child caught between fork and exec: until it
+    runs a program of its own it is a copy of its parent, whose resident pages it shares and
+    would count again (a server starting a SQL worker would seem to double for a moment)."""
     members, pending = [], [pid]
     while pending:
         current = pending.pop()
         if current in members:  # seen twice while the thread that started it was ending
             continue
         members.append(current)
+        command = _command(current)
         # Each thread lists only the children it started: a pool's worker threads start some.
         for task in Path(f"/proc/{current}/task").glob("*"):
             with contextlib.suppress(OSError):
-                pending.extend(int(child) for child in (task / "children").read_text().split())
+                children = (int(child) for child in (task / "children").read_text().split())
+                pending.extend(child for child in children if _command(child) != command)
     return members
+
+
+def _command(pid: int) -> bytes | None:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    return None
 
 
 class PeakRSS:
