@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,18 @@ def open_manager(settings: Settings | None = None, **changes: Any) -> EpisodeMan
             f"{len(split.excluded)} were excluded ({reasons or 'the question file is empty'})"
         )
     return EpisodeManager(catalog, settings)
+
+
+@functools.cache
+def _shared(changes: frozenset) -> EpisodeManager:
+    return open_manager(**dict(changes))
+
+
+def shared_manager(**changes: Any) -> EpisodeManager:
+    """One episode manager per process for these `changes` (those given as None left out),
+    opened at the first call: for frameworks that make a door's objects many times over
+    (a task per eval, an environment per trajectory) and give it no engine."""
+    return _shared(frozenset((name, value) for name, value in changes.items() if value is not None))
 
 
 def load_catalog(

@@ -12,7 +12,6 @@ where the scorer reads them. Run it with
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import anyio
@@ -26,7 +25,7 @@ from inspect_ai.tool import ToolDef, ToolParam, ToolParams
 from inspect_ai.util import store
 
 from env_core.contract import INSTRUCTIONS
-from env_core.factory import open_manager
+from env_core.factory import shared_manager
 from env_core.holder import EpisodeHolder
 from env_core.manager import EpisodeManager
 from env_core.mixed_catalog import select_questions
@@ -34,12 +33,6 @@ from env_core.tools import ToolSpec
 
 NO_EPISODE = "no episode is running; the sample's solver starts one"
 VERDICT = "sqlenv_verdict"  # the store key of the ended episode's verdict
-
-
-@functools.cache
-def _manager(**settings: Any) -> EpisodeManager:
-    # One engine per settings for every task made in the process (an eval set reuses it).
-    return open_manager(**settings)
 
 
 def engine_tool(spec: ToolSpec, holder: EpisodeHolder) -> ToolDef:
@@ -116,8 +109,7 @@ def sqlenv_task(
     limit: int | None = None,
 ) -> Task:
     """The served split's questions (those of `db_id` / `dataset` if given, the first `limit`)."""
-    settings = {"data_dir": data_dir, "split": split}
-    manager = _manager(**{name: value for name, value in settings.items() if value is not None})
+    manager = shared_manager(data_dir=data_dir, split=split)
     questions = select_questions(manager.catalog, split or manager.settings.split, db_id, dataset)[
         :limit
     ]

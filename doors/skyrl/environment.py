@@ -15,24 +15,17 @@ without a step still counts as a turn: at the limit the episode ends unanswered.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from env_core.factory import open_manager
+from env_core.factory import shared_manager
 from env_core.hermes import parse_arguments, parse_hermes
 from env_core.holder import EpisodeHolder
 from env_core.manager import SELECTORS, EpisodeManager
 
 ENV_ID = "sqlenv"
 NO_EPISODE = "no episode is running; SkyRL calls init first"
-
-
-@functools.cache
-def _default_manager() -> EpisodeManager:
-    # Used when SkyRL makes the class with no manager: $SQLENV_DATA_DIR, else the demo.
-    return open_manager()
 
 
 class SQLEnvSkyRL(BaseTextEnv):
@@ -47,7 +40,7 @@ class SQLEnvSkyRL(BaseTextEnv):
         super().__init__()
         extra_info = (extras or {}).get("extra_info") or {}
         self.selectors = {name: extra_info[name] for name in SELECTORS if name in extra_info}
-        self._held = EpisodeHolder(manager or _default_manager(), idle=NO_EPISODE)
+        self._held = EpisodeHolder(manager or shared_manager(), idle=NO_EPISODE)
 
     def init(self, prompt: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The row's prompt with the engine's opening text appended to its last turn."""

@@ -13,7 +13,6 @@ engine's total reward for the episode, its `correct` metric the engine's verdict
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,9 +20,8 @@ from typing import Any
 import verifiers.v1 as vf
 
 from env_core.contract import INSTRUCTIONS
-from env_core.factory import open_manager
+from env_core.factory import shared_manager
 from env_core.holder import EpisodeHolder
-from env_core.manager import EpisodeManager
 from env_core.mixed_catalog import select_questions
 from env_core.settings import Settings
 from sqlenv_verifiers.toolset import EpisodeState, SQLToolset, SQLToolsetConfig
@@ -74,11 +72,6 @@ class SQLTasksetConfig(vf.TasksetConfig):
     """Only this dataset's questions (in a data directory of several)."""
 
 
-@functools.cache
-def _manager(**changes: Any) -> EpisodeManager:
-    return open_manager(**changes)
-
-
 def placed(settings: Settings) -> dict[str, Any]:
     """The settings as another process in another folder reads them: paths made absolute."""
     paths = {"data_dir", "databases_dir", "cache_dir"}
@@ -91,8 +84,7 @@ def placed(settings: Settings) -> dict[str, Any]:
 class SQLTaskset(vf.Taskset[SQLTask, SQLTasksetConfig]):
     def load(self) -> Iterator[SQLTask]:
         config = self.config
-        changes = {"data_dir": config.data_dir, "split": config.split}
-        manager = _manager(**{name: value for name, value in changes.items() if value})
+        manager = shared_manager(data_dir=config.data_dir or None, split=config.split or None)
         tools = config.task.tools.model_copy(update={"settings": placed(manager.settings)})
         task_config = config.task.model_copy(update={"tools": tools})
         split = manager.settings.split

@@ -17,8 +17,8 @@ from inspect_ai import Task, task, task_with
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from doors.inspect_task import sqlenv_task
-from doors.inspect_task.task import _manager
 from env_core.calls import ToolCall, drive
+from env_core.factory import shared_manager
 from env_core.holder import EpisodeHolder
 from env_core.manager import EpisodeManager
 from env_core.oracle import oracle_calls
@@ -56,7 +56,7 @@ def scripted_calls(manager: EpisodeManager, question_ids: list[str], wrong: int 
 def oracle_sqlenv_task(data_dir: str, split: str, limit: int, wrong: int | None = None) -> Task:
     """`sqlenv_task`'s first `limit` questions, played by the scripted model."""
     played = sqlenv_task(data_dir=data_dir, split=split, limit=limit)
-    manager = _manager(data_dir=data_dir, split=split)
+    manager = shared_manager(data_dir=data_dir, split=split)
     question_ids = [str(sample.id) for sample in played.dataset]
     plays = scripted_calls(manager, question_ids, wrong)
     outputs = [reply(call) for calls in plays for call in calls]

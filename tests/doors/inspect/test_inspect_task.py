@@ -10,8 +10,8 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 from doors.inspect_task import sqlenv_task
-from doors.inspect_task.task import _manager
 from env_core.calls import drive
+from env_core.factory import shared_manager
 from env_core.holder import EpisodeHolder
 from env_core.oracle import oracle_calls
 
@@ -21,7 +21,7 @@ QUESTIONS = 4
 
 @pytest.fixture
 def manager(spider_dir):
-    return _manager(data_dir=str(spider_dir), split=SPIDER_DEV)
+    return shared_manager(data_dir=str(spider_dir), split=SPIDER_DEV)
 
 
 def run(spider_dir, tmp_path, outputs, limit=QUESTIONS):
