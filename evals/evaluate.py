@@ -87,7 +87,10 @@ def evaluate(
             bar.update(1)
     except KeyboardInterrupt:
         if folder:
-            raise RunInterrupted(len(finished), n_episodes) from None
+            # What the folder holds, which a resume skips: Ctrl-C may come between counting an
+            # episode and its line reaching the file.
+            saved = [index for index in folder.read_episodes() if index < n_episodes]
+            raise RunInterrupted(len(saved), n_episodes) from None
         raise
     finally:
         played.close()  # the workers stop now, on Ctrl-C too, not when this frame is freed

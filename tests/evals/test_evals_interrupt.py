@@ -11,6 +11,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from evals import RandomPolicy, evaluate, open_door
+from evals.evaluate import RunInterrupted
+from evals.run_folder import RunFolder
+
 SQLENV = str(Path(sys.executable).parent / "sqlenv")
 INTERRUPTED = 130
 RESUME = re.compile(
@@ -94,6 +100,31 @@ def test_ctrl_c_midway_says_how_far_the_run_got_and_the_same_command_resumes(
     resumed = subprocess.run(command, capture_output=True, text=True)
     assert resumed.returncode == 0, resumed.stderr
     assert episodes_file.read_text().count("\n") == 300
+
+
+def test_ctrl_c_while_an_episode_is_written_counts_only_the_episodes_the_folder_holds(
+    dev_door_spec, tmp_path, monkeypatch
+):
+    """The count said is the one a resume skips, wherever Ctrl-C lands: here as the fourth
+    finished episode is about to reach the file."""
+    written = RunFolder.append
+    calls = []
+
+    def interrupted_on_the_fourth(folder, record):
+        calls.append(record.index)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        written(folder, record)
+
+    monkeypatch.setattr(RunFolder, "append", interrupted_on_the_fourth)
+    door = open_door(dev_door_spec)
+    try:
+        with pytest.raises(RunInterrupted) as said:
+            evaluate(door, RandomPolicy(), 10, out_dir=tmp_path / "run")
+    finally:
+        door.close()
+    assert str(said.value).startswith("interrupted after 3 of 10 episodes;")
+    assert len(RunFolder(tmp_path / "run").read_episodes()) == 3
 
 
 # An MCP server that never answers `initialize`, and a Ctrl-C while the door waits for it.
