@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from env_core.episode import Episode
-from env_core.factory import open_manager
+from env_core.factory import shared_manager
 from env_core.holder import EpisodeHolder
 from env_core.manager import SELECTORS, EpisodeManager
 from env_core.tools import TOOLS, ToolSpec, python_parameters, tool_specs
@@ -27,12 +27,6 @@ def _docstring(spec: ToolSpec) -> str:
     return f"{spec.description}\n\nArgs:\n{args}"
 
 
-@functools.cache
-def _default_manager() -> EpisodeManager:
-    # Used when TRL is given the bare class: $SQLENV_DATA_DIR, else the embedded demo.
-    return open_manager()
-
-
 NO_EPISODE = "no episode is running; the trainer calls reset first"
 
 
@@ -42,7 +36,8 @@ class SQLEnvTRL:
     tools: tuple[ToolSpec, ...] = TOOLS
 
     def __init__(self, manager: EpisodeManager | None = None) -> None:
-        manager = manager or _default_manager()
+        # TRL given the bare class: $SQLENV_DATA_DIR, else the embedded demo.
+        manager = manager or shared_manager()
         if manager.tools != self.tools:
             raise ValueError(
                 "this manager's row limits change the tools' descriptions: make instances "

@@ -142,13 +142,13 @@ def test_the_tools_are_described_under_the_managers_row_limits(spider_manager):
 
 
 def test_the_bare_class_serves_the_demo_when_no_data_dir_is_set(monkeypatch, cache_dir):
-    from doors.trl import environment
+    from env_core import factory
 
     monkeypatch.delenv("SQLENV_DATA_DIR", raising=False)
     monkeypatch.setenv("SQLENV_CACHE_DIR", str(cache_dir))
-    environment._default_manager.cache_clear()
+    factory._shared.cache_clear()
     try:
         opening = SQLEnvTRL().reset(seed=1)  # what GRPOTrainer(environment_factory=SQLEnvTRL) makes
         assert "Database: " in opening
     finally:
-        environment._default_manager.cache_clear()
+        factory._shared.cache_clear()
