@@ -116,14 +116,18 @@ async def measure(
     sessions: dict[str, Any], reference: Any, sql: str, rounds: int
 ) -> tuple[dict[str, dict[str, list[float]]], list[float]]:
     """Each round makes every call on every session in turn, so that the load the machine's
-    other work puts on them is shared alike. Every episode call names its episode (as a
-    sessionless client must; a session's current episode is the same one)."""
+    other work puts on them is shared alike. A server has slept through the other sessions'
+    turns, so an untimed call wakes it first: no tool pays for being called first. Every
+    episode call names its episode (as a sessionless client must; a session's current episode
+    is the same one)."""
     timings: dict[str, dict[str, list[float]]] = {door: defaultdict(list) for door in sessions}
     handles: dict[str, dict] = {}
     reference_times = []
     for round_ in range(rounds):
+        await reference.call_tool("list_tables", {})
         reference_times.append(await timed(reference, "read_query", {"query": sql}, {}))
         for door, session in sessions.items():
+            await session.call_tool("noop_plain", {})
             if round_ % ROUNDS_PER_EPISODE == 0:
                 handles[door] = await start(session)
             for tool, arguments in calls_of(sql).items():
