@@ -128,7 +128,9 @@ class Sessions:
         return given
 
     def end(self, caller: Caller, handle: str) -> bool:
-        """End an episode; False if it was not open."""
+        """End an episode; False if it was not open. Raises `UnknownEpisodeError` for a
+        handle this server did not issue (`Handles.verify`)."""
+        self.handles.verify(handle)
         held = self.of(caller)
         return held.end(handle) if held is not None else self.manager.close(handle)
 
@@ -232,9 +234,9 @@ def register_episode_tools(
             check_names("end_episode", arguments, EPISODE_ID)
             given = take(arguments, "episode_id", str, UnknownEpisodeError)
             resolved = given or sessions.episode(caller, None)
+            closed = sessions.end(caller, resolved)
         except SQLEnvError as error:
             return error_result(error)
-        closed = sessions.end(caller, resolved)
         text = f"Episode {resolved} {'ended' if closed else 'was not open'}."
         return tool_result(text, {"episode_id": resolved, "closed": closed})
 
