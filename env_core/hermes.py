@@ -38,10 +38,7 @@ def parse_hermes(text: str, call_id_prefix: str = "call") -> ModelTurn:
     a string `name` becomes a call with an empty name, so the loop counts it as malformed."""
     calls = []
     for number, match in enumerate(TOOL_CALL.finditer(text)):
-        try:
-            payload = json.loads(match.group(1).strip())
-        except ValueError:
-            payload = None
+        payload = _json(match.group(1).strip())
         if isinstance(payload, dict) and isinstance(payload.get("name"), str):
             name, arguments = payload["name"], payload.get("arguments", {})
         else:
@@ -51,13 +48,19 @@ def parse_hermes(text: str, call_id_prefix: str = "call") -> ModelTurn:
     return ModelTurn(content, calls)
 
 
+def _json(text: str) -> Any:
+    """The JSON value `text` holds, or None; nesting deeper than the interpreter's recursion
+    limit is not JSON a call can hold either."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
 def parse_arguments(raw: Any) -> dict[str, Any] | None:
     """The call's arguments as a dict, or None when they are not a JSON object."""
     if isinstance(raw, str):
-        try:
-            raw = json.loads(raw or "{}")
-        except ValueError:
-            return None
+        raw = _json(raw or "{}")
     return raw if isinstance(raw, dict) else None
 
 

@@ -146,3 +146,22 @@ def test_the_skyrl_opening_is_the_contract_opening(spider_manager):
     start = engine.start(question_id=question.id, split=SPIDER_DEV).start.text
     engine.close("done")
     assert prompt == opening_messages(start)
+
+
+def test_a_call_nested_deeper_than_json_can_be_read_is_refused_as_a_malformed_call(
+    spider_manager,
+):
+    """Nesting past the interpreter's recursion limit makes json.loads raise RecursionError,
+    which is not a ValueError: the turn is refused like any block that is not JSON."""
+    env = _make(spider_manager, _question(spider_manager).id)
+    env.init(task_prompt())
+    deep = "[" * 100_000 + "]" * 100_000
+    for action in (
+        f"<tool_call>{deep}</tool_call>",
+        f'<tool_call>{{"name": "query", "arguments": {{"sql": {deep}}}}}</tool_call>',
+    ):
+        output = env.step(action)
+        assert not output["done"] and output["reward"] == 0.0
+        assert output["observations"][0]["content"].startswith("Error: unknown tool ''")
+    assert env.step(_hermes("describe", {"table": "singer"}))["metadata"]["ok"]
+    env.close()
