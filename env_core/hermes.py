@@ -30,7 +30,7 @@ class ModelTurn:
 
 
 TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
-THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)
+THINK, THOUGHT = "<think>", "</think>"
 
 
 def parse_hermes(text: str, call_id_prefix: str = "call") -> ModelTurn:
@@ -44,8 +44,20 @@ def parse_hermes(text: str, call_id_prefix: str = "call") -> ModelTurn:
         else:
             name, arguments = "", None
         calls.append(RawToolCall(f"{call_id_prefix}_{number}", name, arguments))
-    content = THINKING.sub("", TOOL_CALL.sub("", text)).strip()
+    content = _without_thinking(TOOL_CALL.sub("", text)).strip()
     return ModelTurn(content, calls)
+
+
+def _without_thinking(text: str) -> str:
+    """`text` without its `<think>...</think>` blocks, in one pass: a regex search for each
+    unclosed `<think>` would read the rest of the text again, so a turn repeating the tag
+    would cost time in the square of its length."""
+    kept, at = [], 0
+    while (start := text.find(THINK, at)) != -1 and (end := text.find(THOUGHT, start)) != -1:
+        kept.append(text[at:start])
+        at = end + len(THOUGHT)
+    kept.append(text[at:])
+    return "".join(kept)
 
 
 def _json(text: str) -> Any:

@@ -5,6 +5,7 @@ hostile query."""
 from __future__ import annotations
 
 import json
+import time
 
 import skyrl_gym
 
@@ -165,3 +166,26 @@ def test_a_call_nested_deeper_than_json_can_be_read_is_refused_as_a_malformed_ca
         assert output["observations"][0]["content"].startswith("Error: unknown tool ''")
     assert env.step(_hermes("describe", {"table": "singer"}))["metadata"]["ok"]
     env.close()
+
+
+def _best_step_s(env, action: str) -> float:
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        env.step(action)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def test_a_turn_repeating_an_unclosed_think_tag_costs_time_in_proportion_to_its_length(
+    spider_manager,
+):
+    """Each unclosed <think> must not send a search through the rest of the turn: 16,000 of
+    them (112 KB) cost no more than the same length of closed thinking blocks."""
+    env = _make(spider_manager, _question(spider_manager).id)
+    env.init(task_prompt())
+    unclosed = "<think>" * 16_000
+    closed = ("<think></think>" * len(unclosed))[: len(unclosed)]
+    ratio = _best_step_s(env, unclosed) / _best_step_s(env, closed)
+    env.close()
+    assert ratio < 10, f"unclosed tags took {ratio:.0f}x the time of closed ones"
