@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 import skyrl_gym
 
 import doors.skyrl  # noqa: F401  (registers env_class sqlenv)
 from env_core.calls import drive
 from env_core.contract import opening_messages
+from env_core.errors import InvalidArgumentError
 from env_core.holder import EpisodeHolder
 from env_core.oracle import oracle_calls
 from env_core.settings import Settings
@@ -189,3 +191,20 @@ def test_a_turn_repeating_an_unclosed_think_tag_costs_time_in_proportion_to_its_
     ratio = _best_step_s(env, unclosed) / _best_step_s(env, closed)
     env.close()
     assert ratio < 10, f"unclosed tags took {ratio:.0f}x the time of closed ones"
+
+
+def test_a_row_that_cannot_open_an_episode_is_refused_and_starts_none(spider_manager):
+    """A prompt whose last turn has no text to add the opening to, or an `extra_info` that is
+    not a mapping, is refused with the reason, and no episode is left holding a slot."""
+    question_id = _question(spider_manager).id
+    for prompt in ([], [{"role": "user"}], [{"role": "user", "content": [{"text": "hi"}]}]):
+        env = _make(spider_manager, question_id)
+        with pytest.raises(InvalidArgumentError, match="the prompt must end with a turn"):
+            env.init(prompt)
+        assert spider_manager.stats().active == 0
+    for extra_info in (["question_id", question_id], "dev"):
+        with pytest.raises(InvalidArgumentError, match="extra_info must be a mapping"):
+            skyrl_gym.make(
+                "sqlenv", env_config={}, extras={"extra_info": extra_info}, manager=spider_manager
+            )
+    assert spider_manager.stats().created == 0
