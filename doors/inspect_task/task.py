@@ -25,11 +25,10 @@ from inspect_ai.tool import ToolDef, ToolParam, ToolParams
 from inspect_ai.util import store
 
 from env_core.contract import INSTRUCTIONS
-from env_core.errors import InvalidArgumentError, shown
 from env_core.factory import shared_manager
 from env_core.holder import EpisodeHolder
 from env_core.manager import EpisodeManager
-from env_core.mixed_catalog import select_questions
+from env_core.mixed_catalog import check_limit, select_questions
 from env_core.tools import ToolSpec
 
 NO_EPISODE = "no episode is running; the sample's solver starts one"
@@ -110,9 +109,7 @@ def sqlenv_task(
     limit: int | None = None,
 ) -> Task:
     """The served split's questions (those of `db_id` / `dataset` if given, the first `limit`)."""
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        # A slice would take -1 as "all but the last question" and 0 as none.
-        raise InvalidArgumentError(f"limit must be a whole number, 1 or more, not {shown(limit)}")
+    check_limit(limit)
     manager = shared_manager(data_dir=data_dir, split=split)
     questions = select_questions(manager.catalog, split or manager.settings.split, db_id, dataset)[
         :limit

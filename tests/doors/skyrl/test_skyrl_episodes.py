@@ -208,3 +208,17 @@ def test_a_row_that_cannot_open_an_episode_is_refused_and_starts_none(spider_man
                 "sqlenv", env_config={}, extras={"extra_info": extra_info}, manager=spider_manager
             )
     assert spider_manager.stats().created == 0
+
+
+@pytest.mark.parametrize("limit", [-1, 0])
+def test_a_skyrl_dataset_cut_to_a_limit_below_one_is_refused(spider_manager, tmp_path, limit):
+    """The documented recipe, `choose_questions(..., limit=...)` then `write_skyrl_parquet`:
+    a slice took -1 as every question but one and 0 as all of them."""
+    from training.datasets import choose_questions, write_skyrl_parquet
+
+    with pytest.raises(
+        InvalidArgumentError, match=f"limit must be a whole number, 1 or more, not {limit}"
+    ):
+        questions = choose_questions(spider_manager.catalog, SPIDER_DEV, limit=limit)
+        write_skyrl_parquet(questions, spider_manager.tools, str(tmp_path / "train.parquet"))
+    assert list(tmp_path.iterdir()) == []
