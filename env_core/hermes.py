@@ -30,7 +30,7 @@ class ModelTurn:
 
 
 TOOL_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
-THINKING = re.compile(r"<think>.*?</think>", re.DOTALL)
+THINK, THOUGHT = "<think>", "</think>"
 
 
 def parse_hermes(text: str, call_id_prefix: str = "call") -> ModelTurn:
@@ -38,26 +38,41 @@ def parse_hermes(text: str, call_id_prefix: str = "call") -> ModelTurn:
     a string `name` becomes a call with an empty name, so the loop counts it as malformed."""
     calls = []
     for number, match in enumerate(TOOL_CALL.finditer(text)):
-        try:
-            payload = json.loads(match.group(1).strip())
-        except ValueError:
-            payload = None
+        payload = _json(match.group(1).strip())
         if isinstance(payload, dict) and isinstance(payload.get("name"), str):
             name, arguments = payload["name"], payload.get("arguments", {})
         else:
             name, arguments = "", None
         calls.append(RawToolCall(f"{call_id_prefix}_{number}", name, arguments))
-    content = THINKING.sub("", TOOL_CALL.sub("", text)).strip()
+    content = _without_thinking(TOOL_CALL.sub("", text)).strip()
     return ModelTurn(content, calls)
+
+
+def _without_thinking(text: str) -> str:
+    """`text` without its `<think>...</think>` blocks, in one pass: a regex search for each
+    unclosed `<think>` would read the rest of the text again, so a turn repeating the tag
+    would cost time in the square of its length."""
+    kept, at = [], 0
+    while (start := text.find(THINK, at)) != -1 and (end := text.find(THOUGHT, start)) != -1:
+        kept.append(text[at:start])
+        at = end + len(THOUGHT)
+    kept.append(text[at:])
+    return "".join(kept)
+
+
+def _json(text: str) -> Any:
+    """The JSON value `text` holds, or None; nesting deeper than the interpreter's recursion
+    limit is not JSON a call can hold either."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def parse_arguments(raw: Any) -> dict[str, Any] | None:
     """The call's arguments as a dict, or None when they are not a JSON object."""
     if isinstance(raw, str):
-        try:
-            raw = json.loads(raw or "{}")
-        except ValueError:
-            return None
+        raw = _json(raw or "{}")
     return raw if isinstance(raw, dict) else None
 
 

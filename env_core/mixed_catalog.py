@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from env_core.catalog import Catalog, Question, Split
-from env_core.errors import DataError, UnknownQuestionError, shown
+from env_core.errors import DataError, InvalidArgumentError, UnknownQuestionError, shown
 from env_core.layouts import ColumnNotes, detect_layout
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -222,6 +222,13 @@ def select_questions(
             f"no dataset {shown(dataset)}; loaded datasets: {catalog.layout.dataset}"
         )
     return catalog.questions(split, db_id)
+
+
+def check_limit(limit: object) -> None:
+    """`InvalidArgumentError` unless `limit`, a count of questions to take, is None or a whole
+    number, 1 or more: a slice would take -1 as "all but the last question" and 0 as none."""
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidArgumentError(f"limit must be a whole number, 1 or more, not {shown(limit)}")
 
 
 def _database_ids(catalogs: dict[str, Catalog]) -> dict[tuple[str, str], str]:

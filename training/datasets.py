@@ -12,7 +12,7 @@ from datasets import Dataset
 from env_core.catalog import Catalog, Question
 from env_core.contract import chat_tools, opening_messages
 from env_core.hermes import tools_prompt
-from env_core.mixed_catalog import MixedCatalog
+from env_core.mixed_catalog import MixedCatalog, check_limit
 from env_core.tools import ToolSpec
 
 
@@ -58,9 +58,10 @@ def choose_questions(
     catalog: Catalog | MixedCatalog, split: str, limit: int | None = None, seed: int = 0
 ) -> list[Question]:
     """The split's questions in a seeded random order, cut to `limit`."""
+    check_limit(limit)
     questions = list(catalog.questions(split))
     random.Random(seed).shuffle(questions)
-    return questions[:limit] if limit else questions
+    return questions[:limit]
 
 
 def task_dataset(questions: Sequence[Question]) -> Dataset:

@@ -28,7 +28,7 @@ from env_core.contract import INSTRUCTIONS
 from env_core.factory import shared_manager
 from env_core.holder import EpisodeHolder
 from env_core.manager import EpisodeManager
-from env_core.mixed_catalog import select_questions
+from env_core.mixed_catalog import check_limit, select_questions
 from env_core.tools import ToolSpec
 
 NO_EPISODE = "no episode is running; the sample's solver starts one"
@@ -109,6 +109,7 @@ def sqlenv_task(
     limit: int | None = None,
 ) -> Task:
     """The served split's questions (those of `db_id` / `dataset` if given, the first `limit`)."""
+    check_limit(limit)
     manager = shared_manager(data_dir=data_dir, split=split)
     questions = select_questions(manager.catalog, split or manager.settings.split, db_id, dataset)[
         :limit

@@ -15,10 +15,12 @@ without a step still counts as a turn: at the limit the episode ends unanswered.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
+from env_core.errors import InvalidArgumentError, shown
 from env_core.factory import shared_manager
 from env_core.hermes import parse_arguments, parse_hermes
 from env_core.holder import EpisodeHolder
@@ -26,6 +28,7 @@ from env_core.manager import SELECTORS, EpisodeManager
 
 ENV_ID = "sqlenv"
 NO_EPISODE = "no episode is running; SkyRL calls init first"
+BAD_PROMPT = "the prompt must end with a turn whose content is text, to which the opening is added"
 
 
 class SQLEnvSkyRL(BaseTextEnv):
@@ -39,11 +42,18 @@ class SQLEnvSkyRL(BaseTextEnv):
     ) -> None:
         super().__init__()
         extra_info = (extras or {}).get("extra_info") or {}
+        if not isinstance(extra_info, Mapping):
+            raise InvalidArgumentError(
+                f"extra_info must be a mapping of the episode's selectors, not {shown(extra_info)}"
+            )
         self.selectors = {name: extra_info[name] for name in SELECTORS if name in extra_info}
         self._held = EpisodeHolder(manager or shared_manager(), idle=NO_EPISODE)
 
     def init(self, prompt: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The row's prompt with the engine's opening text appended to its last turn."""
+        last = prompt[-1] if len(prompt) else None
+        if not (isinstance(last, Mapping) and isinstance(last.get("content"), str)):
+            raise InvalidArgumentError(BAD_PROMPT)  # before the episode starts: nothing to end
         episode = self._held.start(**self.selectors)
         self.max_turns = episode.max_steps
         *head, last = prompt

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import functools
+from pathlib import Path
 
 import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
+import doors.inspect_task.task
 from doors.inspect_task import sqlenv_task
 from env_core.calls import drive
+from env_core.errors import InvalidArgumentError
 from env_core.factory import shared_manager
 from env_core.holder import EpisodeHolder
 from env_core.oracle import oracle_calls
@@ -158,3 +161,24 @@ def test_a_reply_without_a_tool_call_ends_the_episode_unanswered(spider_dir, tmp
     assert score.metadata["reward"] == holder.abandon()
     holder.close("done")
     assert manager.stats().active == 0
+
+
+@pytest.mark.parametrize("limit", [-1, 0, "five"])
+def test_a_limit_that_is_not_a_positive_whole_number_is_refused_before_any_sample_runs(
+    spider_dir, tmp_path, limit
+):
+    """`-T limit=-1` sliced the questions to all but the last one, and 0 left Inspect to say
+    the dataset is empty: the task refuses both, as it refuses a limit that is not a number."""
+    task_file = Path(doors.inspect_task.task.__file__)
+    options = {"data_dir": str(spider_dir), "split": SPIDER_DEV, "limit": limit}
+    with pytest.raises(InvalidArgumentError) as refused:
+        inspect_eval(
+            f"{task_file}@sqlenv_task",
+            task_args=options,
+            model="mockllm/model",
+            limit=1,  # Inspect's own: before the task refused them, one sample ran
+            log_dir=str(tmp_path),
+            display="none",
+        )
+    assert str(refused.value) == f"limit must be a whole number, 1 or more, not {limit!r}"
+    assert list(tmp_path.iterdir()) == []

@@ -5,12 +5,15 @@ hostile query."""
 from __future__ import annotations
 
 import json
+import time
 
+import pytest
 import skyrl_gym
 
 import doors.skyrl  # noqa: F401  (registers env_class sqlenv)
 from env_core.calls import drive
 from env_core.contract import opening_messages
+from env_core.errors import InvalidArgumentError
 from env_core.holder import EpisodeHolder
 from env_core.oracle import oracle_calls
 from env_core.settings import Settings
@@ -146,3 +149,76 @@ def test_the_skyrl_opening_is_the_contract_opening(spider_manager):
     start = engine.start(question_id=question.id, split=SPIDER_DEV).start.text
     engine.close("done")
     assert prompt == opening_messages(start)
+
+
+def test_a_call_nested_deeper_than_json_can_be_read_is_refused_as_a_malformed_call(
+    spider_manager,
+):
+    """Nesting past the interpreter's recursion limit makes json.loads raise RecursionError,
+    which is not a ValueError: the turn is refused like any block that is not JSON."""
+    env = _make(spider_manager, _question(spider_manager).id)
+    env.init(task_prompt())
+    deep = "[" * 100_000 + "]" * 100_000
+    for action in (
+        f"<tool_call>{deep}</tool_call>",
+        f'<tool_call>{{"name": "query", "arguments": {{"sql": {deep}}}}}</tool_call>',
+    ):
+        output = env.step(action)
+        assert not output["done"] and output["reward"] == 0.0
+        assert output["observations"][0]["content"].startswith("Error: unknown tool ''")
+    assert env.step(_hermes("describe", {"table": "singer"}))["metadata"]["ok"]
+    env.close()
+
+
+def _best_step_s(env, action: str) -> float:
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        env.step(action)
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def test_a_turn_repeating_an_unclosed_think_tag_costs_time_in_proportion_to_its_length(
+    spider_manager,
+):
+    """Each unclosed <think> must not send a search through the rest of the turn: 16,000 of
+    them (112 KB) cost no more than the same length of closed thinking blocks."""
+    env = _make(spider_manager, _question(spider_manager).id)
+    env.init(task_prompt())
+    unclosed = "<think>" * 16_000
+    closed = ("<think></think>" * len(unclosed))[: len(unclosed)]
+    ratio = _best_step_s(env, unclosed) / _best_step_s(env, closed)
+    env.close()
+    assert ratio < 10, f"unclosed tags took {ratio:.0f}x the time of closed ones"
+
+
+def test_a_row_that_cannot_open_an_episode_is_refused_and_starts_none(spider_manager):
+    """A prompt whose last turn has no text to add the opening to, or an `extra_info` that is
+    not a mapping, is refused with the reason, and no episode is left holding a slot."""
+    question_id = _question(spider_manager).id
+    for prompt in ([], [{"role": "user"}], [{"role": "user", "content": [{"text": "hi"}]}]):
+        env = _make(spider_manager, question_id)
+        with pytest.raises(InvalidArgumentError, match="the prompt must end with a turn"):
+            env.init(prompt)
+        assert spider_manager.stats().active == 0
+    for extra_info in (["question_id", question_id], "dev"):
+        with pytest.raises(InvalidArgumentError, match="extra_info must be a mapping"):
+            skyrl_gym.make(
+                "sqlenv", env_config={}, extras={"extra_info": extra_info}, manager=spider_manager
+            )
+    assert spider_manager.stats().created == 0
+
+
+@pytest.mark.parametrize("limit", [-1, 0])
+def test_a_skyrl_dataset_cut_to_a_limit_below_one_is_refused(spider_manager, tmp_path, limit):
+    """The documented recipe, `choose_questions(..., limit=...)` then `write_skyrl_parquet`:
+    a slice took -1 as every question but one and 0 as all of them."""
+    from training.datasets import choose_questions, write_skyrl_parquet
+
+    with pytest.raises(
+        InvalidArgumentError, match=f"limit must be a whole number, 1 or more, not {limit}"
+    ):
+        questions = choose_questions(spider_manager.catalog, SPIDER_DEV, limit=limit)
+        write_skyrl_parquet(questions, spider_manager.tools, str(tmp_path / "train.parquet"))
+    assert list(tmp_path.iterdir()) == []
