@@ -174,8 +174,13 @@ class Catalog:
         except KeyError:
             raise UnknownQuestionError(
                 f"no question {shown(question_id)} in the loaded splits "
-                f"({', '.join(self.splits)}); ids look like 'dev:12'"
+                f"({', '.join(self.splits)}); ids look like '{self.example_id}'"
             ) from None
+
+    @property
+    def example_id(self) -> str:
+        """What a question id of the first loaded split looks like, for error messages."""
+        return f"{next(iter(self.splits), 'dev')}:12"
 
     def questions(self, split: str | None = None, db_id: str | None = None) -> tuple[Question, ...]:
         if split is not None and split not in self.splits:

@@ -158,10 +158,10 @@ class MixedCatalog:
         try:
             return self._by_id[question_id]
         except KeyError:
-            first = next(iter(self.catalogs))
+            first, catalog = next(iter(self.catalogs.items()))
             raise UnknownQuestionError(
                 f"no question {shown(question_id)} in the loaded datasets "
-                f"({', '.join(self.catalogs)}); ids look like '{first}/dev:12'"
+                f"({', '.join(self.catalogs)}); ids look like '{first}/{catalog.example_id}'"
             ) from None
 
     def questions(

@@ -101,7 +101,7 @@ def test_lookups(spider_catalog):
     assert question.gold.rows == ((6,),)
     by_db = spider_catalog.questions("dev_without_wta_1", db_id="concert_singer")
     assert by_db and all(q.db_id == "concert_singer" for q in by_db)
-    with pytest.raises(UnknownQuestionError, match="ids look like 'dev:12'"):
+    with pytest.raises(UnknownQuestionError, match="ids look like 'dev_without_wta_1:12'"):
         spider_catalog.question("dev:99999")
     with pytest.raises(UnknownQuestionError, match="not loaded"):
         spider_catalog.questions("test")

@@ -110,7 +110,7 @@ def test_two_files_of_one_database_name_are_told_apart_by_dataset(tmp_path, cach
 def test_an_unknown_dataset_or_id_is_a_clear_error(mixed):
     with pytest.raises(UnknownQuestionError, match="no dataset 'birds'; loaded datasets: spider,"):
         mixed.choose_question(dataset="birds")
-    with pytest.raises(UnknownQuestionError, match="ids look like 'spider/dev:12'"):
+    with pytest.raises(UnknownQuestionError, match="ids look like 'spider/dev_without_wta_1:12'"):
         mixed.choose_question(question_id="dev:3")
     with pytest.raises(UnknownQuestionError, match="no questions for database 'car_1' of dataset"):
         mixed.choose_question(dataset="bird", db_id="car_1")
