@@ -145,6 +145,6 @@ async def contract_of(client: Client) -> tuple:
 
 def test_the_docs_name_every_protocol_version_the_plain_install_speaks():
     lines = (ROOT / "docs" / "mcp.md").read_text().splitlines()
-    row = next(line for line in lines if line.startswith("| `pip install sqlenv-mcp`"))
+    row = next(line for line in lines if line.startswith("| `pip install .`"))
     assert [version for version in PROTOCOL_VERSIONS if version not in row] == []
     assert CURRENT in PROTOCOL_VERSIONS
