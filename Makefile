@@ -69,6 +69,7 @@ test: setup-all $(VENV_MCP2)/.mcp-tests $(VENV_VERIFIERS)/.verifiers node_module
 	$(BIN)/pytest
 	$(VENV_MCP2)/bin/pytest -o addopts=-ra $(MCP2_TESTS)
 	$(VENV_VERIFIERS)/bin/pytest tests/doors/verifiers
+	$(VENV_VERIFIERS)/bin/pytest tests/sqlenv_mcp/mcp2/test_mcp_eras.py -k stdio  # MCP on verifiers' mcp 2.0.0
 
 # The Dockerfile built and run (tests/deploy/test_image.py; `make test` runs it too).
 image-test: setup-all node_modules/.package-lock.json

@@ -21,13 +21,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.responses import PlainTextResponse, Response
 
 from serving import asgi
 from serving.asgi import App, Message, Receive, Scope, Send
 from sqlenv_mcp import jsonrpc
-from sqlenv_mcp.sdk import error_status
+from sqlenv_mcp.sdk import MAX_REQUEST_BYTES, error_status
 
 SESSION_HEADER = b"mcp-session-id"
 PROTOCOL_VERSION_HEADER = b"mcp-protocol-version"
@@ -86,7 +85,7 @@ class SessionGuard:
             return
         request_id = None
         if scope["method"] == "POST":
-            body = await asgi.read_body(scope, receive, DEFAULT_MAX_REQUEST_BODY_SIZE)
+            body = await asgi.read_body(scope, receive, MAX_REQUEST_BYTES)
             if body is None:  # as the SDK answers it
                 await PlainTextResponse("Request body too large", 413)(scope, receive, send)
                 return

@@ -12,6 +12,7 @@ Tools are served on the SDK's low-level server with the arguments as sent (see
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ from starlette.requests import Request
 from starlette.types import ASGIApp
 
 MAJOR = int(version("mcp").partition(".")[0])
+# The largest request body the SDK takes (its DEFAULT_MAX_REQUEST_BODY_SIZE on 1.30 and 2.3;
+# mcp 2.0.0, which verifiers 0.4 pins, names none): the stdio lines and HTTP bodies we screen.
+MAX_REQUEST_BYTES = 4 * 2**20
 
 if MAJOR >= 2:
     from mcp.server.mcpserver import MCPServer as HighLevelServer
@@ -190,6 +194,11 @@ class SdkServer(HighLevelServer):
     def streamable_http_app(self) -> ASGIApp:
         if MAJOR < 2:
             return super().streamable_http_app()
+        if "session_idle_timeout" not in inspect.signature(super().streamable_http_app).parameters:
+            raise ImportError(
+                f"serving MCP over HTTP needs mcp 2.3 or later, not {version('mcp')} "
+                "(stdio works on it): pip install -U 'mcp>=2.3'"
+            )
         return super().streamable_http_app(
             streamable_http_path="/mcp",
             json_response=True,

@@ -18,15 +18,14 @@ from typing import Any, BinaryIO
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from serving.asgi import INVALID_REQUEST, rpc_error
 from sqlenv_mcp.jsonrpc import screen
-from sqlenv_mcp.sdk import message_json, parse_message
+from sqlenv_mcp.sdk import MAX_REQUEST_BYTES, message_json, parse_message
 
-MAX_LINE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
+MAX_LINE_BYTES = MAX_REQUEST_BYTES
 LINE_TOO_LONG = f"a message may be at most {MAX_LINE_BYTES:,} bytes long"
 NOT_A_MESSAGE = "not a JSON-RPC 2.0 message"
 
