@@ -33,12 +33,18 @@ def process_tree(pid: int) -> list[int]:
             continue
         members.append(current)
         command = _command(current)
-        # Each thread lists only the children it started: a pool's worker threads start some.
-        for task in Path(f"/proc/{current}/task").glob("*"):
+        for task in _threads_leader_last(current):
             with contextlib.suppress(OSError):
                 children = (int(child) for child in (task / "children").read_text().split())
                 pending.extend(child for child in children if _command(child) != command)
     return members
+
+
+def _threads_leader_last(pid: int) -> list[Path]:
+    """Each thread lists only the children it started (a pool's threads start SQL workers).
+    A thread that ends hands its children to the main thread, so the main thread is read
+    last: read first, a child handed over after it would be missed in both lists."""
+    return sorted(Path(f"/proc/{pid}/task").glob("*"), key=lambda task: task.name == str(pid))
 
 
 def _command(pid: int) -> bytes | None:
