@@ -109,7 +109,7 @@ def watch_health(url: str, stop: threading.Event) -> list[tuple[int, float]]:
     """(status, seconds) of a GET `url` every 10 ms until `stop`, at least once. The checks run
     in a thread of their own so that they time the server, not this test's event loop, which
     is busy starting the clients (an import there once took 3 s, and starting eight MCP
-    sessions on a loaded machine 0.4-1.2 s, while the server answered within 20 ms)."""
+    sessions on a loaded machine 0.2-1.2 s, while the server answered within 20 ms)."""
     checks: list[tuple[int, float]] = []
     with httpx.Client(timeout=30) as client:
         while True:
