@@ -9,7 +9,6 @@ import asyncio
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from itertools import cycle
 
 import httpx
@@ -124,8 +123,9 @@ def watch_health(url: str, stop: threading.Event) -> list[tuple[int, float]]:
 async def test_hostile_answers_never_stall_the_server(servers, door):
     server = servers[door]
     stop = threading.Event()
-    watching = ThreadPoolExecutor(1)
-    health = watching.submit(watch_health, server.url + COMMANDS[door][1], stop)
+    health = asyncio.ensure_future(
+        asyncio.to_thread(watch_health, server.url + COMMANDS[door][1], stop)
+    )
 
     async def answer(value: str) -> tuple[str, float]:
         async with episode(door, server.url, CONCERT) as call:
@@ -136,8 +136,7 @@ async def test_hostile_answers_never_stall_the_server(servers, door):
         outcomes = await asyncio.gather(*(answer(next(answers)) for _ in range(8)))
     finally:
         stop.set()
-        watching.shutdown()
-    checks = health.result()
+    checks = await health
     assert all(text.startswith("Incorrect.") for text, _ in outcomes), outcomes
     assert max(elapsed for _, elapsed in outcomes) < 2.0
     assert {status for status, _ in checks} == {200}, checks
